@@ -1,0 +1,232 @@
+//! The `sluice` command line.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use tracing_subscriber::EnvFilter;
+
+use crate::config::{ConnectorSpec, WorkerConfig};
+use crate::kafka::{EMBEDDED_PARTITION_LIMIT_BYTES, EmbeddedBroker, KafkaClients};
+use crate::metrics::Metrics;
+use crate::offsets::OffsetStore;
+use crate::worker::{Worker, WorkerOptions};
+
+#[derive(Parser)]
+#[command(
+    name = "sluice",
+    version,
+    about = "A Kafka Connect-style connector runtime with WebAssembly transforms"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Runs one worker with the given connectors, as Kafka Connect's
+    /// standalone mode does.
+    Standalone {
+        /// Worker config (JSON).
+        worker: PathBuf,
+        /// Connector configs (Kafka Connect JSON: {"name", "config"}).
+        connectors: Vec<PathBuf>,
+    },
+}
+
+/// Exit code for a config the user must fix.
+const EXIT_CONFIG: u8 = 2;
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing();
+    match cli.command {
+        Command::Standalone { worker, connectors } => {
+            let runtime = match tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(r) => r,
+                Err(e) => {
+                    eprintln!("error: starting the async runtime: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            runtime.block_on(standalone(worker, connectors))
+        }
+    }
+}
+
+fn init_tracing() {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+async fn standalone(worker_file: PathBuf, connector_files: Vec<PathBuf>) -> ExitCode {
+    // Validate every file before starting anything.
+    let worker_config = match WorkerConfig::load(&worker_file) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
+    let mut specs = Vec::with_capacity(connector_files.len());
+    for file in &connector_files {
+        match ConnectorSpec::load(file) {
+            Ok(spec) => {
+                if specs
+                    .iter()
+                    .any(|(_, s): &(PathBuf, ConnectorSpec)| s.name == spec.name)
+                {
+                    eprintln!(
+                        "error: {}: connector name `{}` is used by another file",
+                        file.display(),
+                        spec.name
+                    );
+                    return ExitCode::from(EXIT_CONFIG);
+                }
+                specs.push((file.clone(), spec));
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(EXIT_CONFIG);
+            }
+        }
+    }
+
+    let embedded = match &worker_config.bootstrap_servers {
+        Some(_) => None,
+        None => match EmbeddedBroker::start() {
+            Ok(b) => Some(b),
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                return ExitCode::FAILURE;
+            }
+        },
+    };
+    let bootstrap = match (&worker_config.bootstrap_servers, &embedded) {
+        (Some(b), _) => b.clone(),
+        (None, Some(e)) => e.bootstrap_servers().to_string(),
+        (None, None) => unreachable!("embedded broker started above"),
+    };
+    if embedded.is_some() {
+        tracing::warn!(
+            bootstrap.servers = %bootstrap,
+            "no bootstrap.servers: using the embedded development broker. It keeps nothing across restarts \
+             and silently drops data beyond about {} MiB per partition; set bootstrap.servers for production",
+            EMBEDDED_PARTITION_LIMIT_BYTES / (1024 * 1024)
+        );
+    }
+    let offsets = match OffsetStore::open(worker_config.offset_storage_file.clone()) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("error: {worker}: {e:#}", worker = worker_file.display());
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
+    let listen = worker_config.listen_addr();
+    let worker_id = worker_config
+        .worker_id
+        .clone()
+        .unwrap_or_else(|| listen.clone());
+    let worker = match Worker::new(WorkerOptions {
+        id: worker_id,
+        clients: KafkaClients::new(&worker_config, bootstrap.clone(), embedded.clone()),
+        offsets,
+        default_partitions: worker_config.embedded_topic_partitions,
+        shutdown_timeout: Duration::from_millis(worker_config.task_shutdown_graceful_timeout_ms),
+        metrics: Metrics::new(),
+    }) {
+        Ok(w) => Arc::new(w),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return ExitCode::FAILURE;
+        }
+    };
+
+    let mut validated = Vec::with_capacity(specs.len());
+    for (file, spec) in &specs {
+        match worker.validate(spec).await {
+            Ok(v) => validated.push(v),
+            Err(e) => {
+                eprintln!("error: {}: connector `{}`: {e}", file.display(), spec.name);
+                return ExitCode::from(EXIT_CONFIG);
+            }
+        }
+    }
+
+    let listener = match tokio::net::TcpListener::bind(&listen).await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!(
+                "error: {}: key `listeners`: cannot listen on {listen}: {e}",
+                worker_file.display()
+            );
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
+    let local = listener
+        .local_addr()
+        .map(|a| a.to_string())
+        .unwrap_or(listen);
+    tracing::info!(rest = %format!("http://{local}"), bootstrap.servers = %bootstrap, "worker started");
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let server = {
+        let app = crate::rest::router(worker.clone());
+        let stop = shutdown.clone();
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app)
+                .with_graceful_shutdown(stop.cancelled_owned())
+                .await;
+        })
+    };
+
+    for v in validated {
+        let name = v.spec.name.clone();
+        if let Err(e) = worker.start(v).await {
+            tracing::error!(connector = %name, error = %e, "connector failed to start");
+            eprintln!("error: {e}");
+            worker.shutdown().await;
+            return ExitCode::FAILURE;
+        }
+    }
+
+    wait_for_signal().await;
+    tracing::info!("shutting down: finishing in-flight batches");
+    worker.shutdown().await;
+    shutdown.cancel();
+    let _ = server.await;
+    drop(embedded);
+    tracing::info!("stopped");
+    ExitCode::SUCCESS
+}
+
+async fn wait_for_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(_) => {
+                    let _ = ctrl_c.await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = ctrl_c.await;
+    }
+}

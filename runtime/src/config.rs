@@ -1,0 +1,637 @@
+//! Worker and connector configs: parsed from Kafka Connect's JSON, validated
+//! whole before anything starts, and reported with the file, the key and what
+//! was expected when they are wrong.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use sluice_sdk::config::{ConfigError, ConfigMap, from_string_map};
+
+/// A config file that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigFileError {
+    #[error("{file}: cannot read: {source}")]
+    Read {
+        file: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{file}: not valid JSON at line {line}, column {column}: {message}")]
+    Syntax {
+        file: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    #[error("{file}: {error}")]
+    Invalid { file: PathBuf, error: ConfigError },
+}
+
+/// Reads a JSON object whose values are Kafka Connect config values.
+/// Numbers and booleans are accepted and kept as their text, as Kafka
+/// Connect's REST API does; nested values are rejected by key.
+pub fn string_map_from_json(value: &serde_json::Value) -> Result<ConfigMap, ConfigError> {
+    let object = value
+        .as_object()
+        .ok_or_else(|| ConfigError::general("expected a JSON object of string values"))?;
+    let mut map = ConfigMap::new();
+    for (k, v) in object {
+        let text = match v {
+            serde_json::Value::String(s) => s.clone(),
+            serde_json::Value::Number(n) => n.to_string(),
+            serde_json::Value::Bool(b) => b.to_string(),
+            serde_json::Value::Null => {
+                return Err(ConfigError::new(k, "is null; expected a string value"));
+            }
+            _ => {
+                return Err(ConfigError::new(
+                    k,
+                    "expected a string value (Kafka Connect config values are strings), got a nested JSON value",
+                ));
+            }
+        };
+        map.insert(k.clone(), text);
+    }
+    Ok(map)
+}
+
+fn read_json(file: &Path) -> Result<serde_json::Value, ConfigFileError> {
+    let text = std::fs::read_to_string(file).map_err(|source| ConfigFileError::Read {
+        file: file.to_path_buf(),
+        source,
+    })?;
+    serde_json::from_str(&text).map_err(|e| ConfigFileError::Syntax {
+        file: file.to_path_buf(),
+        line: e.line(),
+        column: e.column(),
+        message: e.to_string(),
+    })
+}
+
+/// The worker's own keys (Kafka Connect's names where they exist).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WorkerKeys {
+    #[serde(rename = "bootstrap.servers", default)]
+    bootstrap_servers: Option<String>,
+    #[serde(rename = "group.id", default = "default_group")]
+    group_id: String,
+    #[serde(default = "default_listeners")]
+    listeners: Vec<String>,
+    #[serde(rename = "plugin.path", default)]
+    plugin_path: Vec<PathBuf>,
+    #[serde(rename = "offset.storage.file.filename", default)]
+    offset_storage_file: Option<PathBuf>,
+    #[serde(rename = "offset.flush.interval.ms", default)]
+    _offset_flush_interval_ms: Option<u64>,
+    #[serde(
+        rename = "task.shutdown.graceful.timeout.ms",
+        default = "default_shutdown_ms"
+    )]
+    task_shutdown_graceful_timeout_ms: u64,
+    #[serde(rename = "worker.id", default)]
+    worker_id: Option<String>,
+    /// Partitions of topics created on the embedded broker when a connector
+    /// does not say.
+    #[serde(rename = "embedded.topic.partitions", default = "default_partitions")]
+    embedded_topic_partitions: i32,
+}
+
+fn default_group() -> String {
+    "sluice".into()
+}
+fn default_listeners() -> Vec<String> {
+    vec!["http://localhost:8083".into()]
+}
+fn default_shutdown_ms() -> u64 {
+    5000
+}
+fn default_partitions() -> i32 {
+    3
+}
+
+/// Prefixes of client settings passed through to librdkafka: `producer.*`
+/// and `consumer.*` for one kind of client, and the security settings for
+/// all (so SASL_SSL clusters work).
+const CLIENT_PREFIXES: [&str; 3] = ["producer.", "consumer.", "admin."];
+const SHARED_CLIENT_PREFIXES: [&str; 4] = ["security.protocol", "sasl.", "ssl.", "client."];
+
+#[derive(Debug, Clone)]
+pub struct WorkerConfig {
+    /// `None`: start the embedded development broker.
+    pub bootstrap_servers: Option<String>,
+    pub group_id: String,
+    pub listeners: Vec<String>,
+    pub plugin_path: Vec<PathBuf>,
+    pub offset_storage_file: Option<PathBuf>,
+    pub task_shutdown_graceful_timeout_ms: u64,
+    pub worker_id: Option<String>,
+    pub embedded_topic_partitions: i32,
+    /// librdkafka settings for every client (security).
+    pub client_common: ConfigMap,
+    pub producer_overrides: ConfigMap,
+    pub consumer_overrides: ConfigMap,
+    pub admin_overrides: ConfigMap,
+}
+
+impl WorkerConfig {
+    pub fn load(file: &Path) -> Result<Self, ConfigFileError> {
+        let json = read_json(file)?;
+        let invalid = |error| ConfigFileError::Invalid {
+            file: file.to_path_buf(),
+            error,
+        };
+        let map = string_map_from_json(&json).map_err(invalid)?;
+        Self::from_map(&map).map_err(invalid)
+    }
+
+    pub fn from_map(map: &ConfigMap) -> Result<Self, ConfigError> {
+        let mut own = ConfigMap::new();
+        let mut client_common = ConfigMap::new();
+        let mut prefixed: BTreeMap<&str, ConfigMap> = BTreeMap::new();
+        for (k, v) in map {
+            if let Some(prefix) = CLIENT_PREFIXES.iter().find(|p| k.starts_with(**p)) {
+                prefixed
+                    .entry(prefix)
+                    .or_default()
+                    .insert(k[prefix.len()..].to_string(), v.clone());
+            } else if SHARED_CLIENT_PREFIXES.iter().any(|p| k.starts_with(p)) {
+                client_common.insert(k.clone(), v.clone());
+            } else {
+                own.insert(k.clone(), v.clone());
+            }
+        }
+        let keys: WorkerKeys = from_string_map(&own)?;
+        if keys.listeners.is_empty() {
+            return Err(ConfigError::new(
+                "listeners",
+                "must name at least one listener",
+            ));
+        }
+        for l in &keys.listeners {
+            parse_listener(l).map_err(|m| ConfigError::new("listeners", m))?;
+        }
+        if keys.embedded_topic_partitions < 1 {
+            return Err(ConfigError::new(
+                "embedded.topic.partitions",
+                "must be at least 1",
+            ));
+        }
+        if let Some(b) = &keys.bootstrap_servers
+            && b.trim().is_empty()
+        {
+            return Err(ConfigError::new(
+                "bootstrap.servers",
+                "is empty; remove it to use the embedded broker, or name the cluster's brokers",
+            ));
+        }
+        Ok(WorkerConfig {
+            bootstrap_servers: keys.bootstrap_servers,
+            group_id: keys.group_id,
+            listeners: keys.listeners,
+            plugin_path: keys.plugin_path,
+            offset_storage_file: keys.offset_storage_file,
+            task_shutdown_graceful_timeout_ms: keys.task_shutdown_graceful_timeout_ms,
+            worker_id: keys.worker_id,
+            embedded_topic_partitions: keys.embedded_topic_partitions,
+            client_common,
+            producer_overrides: prefixed.remove("producer.").unwrap_or_default(),
+            consumer_overrides: prefixed.remove("consumer.").unwrap_or_default(),
+            admin_overrides: prefixed.remove("admin.").unwrap_or_default(),
+        })
+    }
+
+    /// The socket address of the first listener.
+    pub fn listen_addr(&self) -> String {
+        parse_listener(&self.listeners[0]).expect("validated")
+    }
+}
+
+/// `http://host:port` to `host:port`.
+fn parse_listener(listener: &str) -> Result<String, String> {
+    let rest = listener.strip_prefix("http://").ok_or_else(|| {
+        format!("`{listener}` is not supported; expected http://HOST:PORT (TLS listeners are not supported yet)")
+    })?;
+    let rest = rest.trim_end_matches('/');
+    let (host, port) = rest
+        .rsplit_once(':')
+        .ok_or_else(|| format!("`{listener}` has no port; expected http://HOST:PORT"))?;
+    port.parse::<u16>()
+        .map_err(|_| format!("`{listener}` has an invalid port; expected http://HOST:PORT"))?;
+    let host = if host.is_empty() { "0.0.0.0" } else { host };
+    Ok(format!("{host}:{port}"))
+}
+
+/// A connector as Kafka Connect's JSON gives it: `{"name": ..., "config": {...}}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnectorSpec {
+    pub name: String,
+    pub config: ConfigMap,
+}
+
+impl ConnectorSpec {
+    pub fn load(file: &Path) -> Result<Self, ConfigFileError> {
+        let json = read_json(file)?;
+        Self::from_json(&json).map_err(|error| ConfigFileError::Invalid {
+            file: file.to_path_buf(),
+            error,
+        })
+    }
+
+    /// Accepts `{"name", "config"}`, or a flat config with a `name` key (the
+    /// shape of Kafka Connect's standalone `.properties` files).
+    pub fn from_json(json: &serde_json::Value) -> Result<Self, ConfigError> {
+        let object = json.as_object().ok_or_else(|| {
+            ConfigError::general("expected a JSON object {\"name\": ..., \"config\": {...}}")
+        })?;
+        let (name, mut config) = match object.get("config") {
+            Some(config) => {
+                for k in object.keys() {
+                    if k != "name" && k != "config" {
+                        return Err(ConfigError::new(
+                            k.as_str(),
+                            "unexpected top-level key; expected only `name` and `config`",
+                        ));
+                    }
+                }
+                let config = string_map_from_json(config).map_err(|e| e.in_namespace("config."))?;
+                let name = match object.get("name") {
+                    Some(serde_json::Value::String(n)) => Some(n.clone()),
+                    Some(_) => return Err(ConfigError::new("name", "expected a string")),
+                    None => None,
+                };
+                (name, config)
+            }
+            None => (None, string_map_from_json(json)?),
+        };
+        let name = match (name, config.get("name")) {
+            (Some(n), Some(inner)) if &n != inner => {
+                return Err(ConfigError::new(
+                    "config.name",
+                    format!("`{inner}` differs from the connector name `{n}`"),
+                ));
+            }
+            (Some(n), _) => n,
+            (None, Some(inner)) => inner.clone(),
+            (None, None) => return Err(ConfigError::new("name", "is required but missing")),
+        };
+        validate_connector_name(&name)?;
+        config.insert("name".into(), name.clone());
+        Ok(ConnectorSpec { name, config })
+    }
+}
+
+pub fn validate_connector_name(name: &str) -> Result<(), ConfigError> {
+    if name.trim().is_empty() {
+        return Err(ConfigError::new("name", "must not be empty"));
+    }
+    if name.chars().any(|c| c.is_control() || c == '/') {
+        return Err(ConfigError::new(
+            "name",
+            "must not contain `/` or control characters",
+        ));
+    }
+    Ok(())
+}
+
+/// The keys every connector has, handled by the runtime rather than the
+/// plugin (Kafka Connect's `ConnectorConfig` and `SinkConnectorConfig`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CommonKeys {
+    name: String,
+    #[serde(rename = "connector.class")]
+    connector_class: String,
+    #[serde(rename = "tasks.max", default = "one")]
+    tasks_max: u32,
+    #[serde(default)]
+    topics: Vec<String>,
+    #[serde(rename = "topics.regex", default)]
+    topics_regex: Option<String>,
+    #[serde(default)]
+    transforms: Vec<String>,
+    #[serde(rename = "key.converter", default)]
+    key_converter: Option<String>,
+    #[serde(rename = "value.converter", default)]
+    value_converter: Option<String>,
+    #[serde(rename = "key.converter.schemas.enable", default)]
+    key_converter_schemas: Option<bool>,
+    #[serde(rename = "value.converter.schemas.enable", default)]
+    value_converter_schemas: Option<bool>,
+    #[serde(rename = "topic.creation.default.partitions", default)]
+    topic_partitions: Option<i32>,
+    #[serde(rename = "topic.creation.default.replication.factor", default)]
+    topic_replication_factor: Option<i32>,
+    /// Most records per batch through transforms and the sink (Sluice).
+    #[serde(rename = "batch.max.records", default = "default_batch_records")]
+    batch_max_records: usize,
+    /// Longest wait to fill a sink batch, in ms (Sluice).
+    #[serde(rename = "batch.max.ms", default = "default_batch_ms")]
+    batch_max_ms: u64,
+}
+
+fn one() -> u32 {
+    1
+}
+fn default_batch_records() -> usize {
+    500
+}
+fn default_batch_ms() -> u64 {
+    100
+}
+
+/// Converters Sluice accepts: all of them pass bytes through unchanged, which
+/// is what these do for schemaless JSON.
+const PASS_THROUGH_CONVERTERS: [&str; 6] = [
+    "org.apache.kafka.connect.json.JsonConverter",
+    "org.apache.kafka.connect.storage.StringConverter",
+    "org.apache.kafka.connect.converters.ByteArrayConverter",
+    "JsonConverter",
+    "StringConverter",
+    "ByteArrayConverter",
+];
+
+/// One transform of the chain: `transforms.<alias>.*`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TransformSpec {
+    pub alias: String,
+    /// Path of the WASM component.
+    pub module: PathBuf,
+    /// Every other `transforms.<alias>.*` key, prefix removed: for `configure`.
+    pub config: ConfigMap,
+}
+
+/// The runtime's part of a connector config, validated; the rest is the
+/// plugin's.
+#[derive(Debug, Clone)]
+pub struct CommonConfig {
+    pub name: String,
+    pub connector_class: String,
+    pub tasks_max: u32,
+    pub topics: Vec<String>,
+    pub transforms: Vec<TransformSpec>,
+    pub topic_partitions: Option<i32>,
+    pub topic_replication_factor: Option<i32>,
+    pub batch_max_records: usize,
+    pub batch_max_ms: u64,
+}
+
+impl CommonConfig {
+    /// Splits `config` into the validated common part and the plugin's keys.
+    pub fn split(config: &ConfigMap) -> Result<(CommonConfig, ConfigMap), ConfigError> {
+        let mut common = ConfigMap::new();
+        let mut plugin = ConfigMap::new();
+        let mut transform_keys = ConfigMap::new();
+        for (k, v) in config {
+            if let Some(rest) = k.strip_prefix("transforms.") {
+                transform_keys.insert(rest.to_string(), v.clone());
+            } else if k.starts_with("predicates") {
+                return Err(ConfigError::new(
+                    k.as_str(),
+                    "predicates are not supported yet",
+                ));
+            } else if k.starts_with("errors.") {
+                return Err(ConfigError::new(
+                    k.as_str(),
+                    "error handling keys are not supported yet; every failed record fails its task (errors.tolerance=none)",
+                ));
+            } else if is_common_key(k) {
+                common.insert(k.clone(), v.clone());
+            } else {
+                plugin.insert(k.clone(), v.clone());
+            }
+        }
+        let keys: CommonKeys = from_string_map(&common)?;
+        if keys.tasks_max == 0 {
+            return Err(ConfigError::new("tasks.max", "must be at least 1"));
+        }
+        if keys.topics_regex.is_some() {
+            return Err(ConfigError::new(
+                "topics.regex",
+                "is not supported yet; list the topics in `topics`",
+            ));
+        }
+        for (key, converter, schemas) in [
+            (
+                "key.converter",
+                &keys.key_converter,
+                keys.key_converter_schemas,
+            ),
+            (
+                "value.converter",
+                &keys.value_converter,
+                keys.value_converter_schemas,
+            ),
+        ] {
+            if let Some(c) = converter
+                && !PASS_THROUGH_CONVERTERS.contains(&c.as_str())
+            {
+                return Err(ConfigError::new(
+                    key,
+                    format!(
+                        "`{c}` is not supported; Sluice passes bytes through (JsonConverter with schemas.enable=false, StringConverter or ByteArrayConverter)"
+                    ),
+                ));
+            }
+            if schemas == Some(true) {
+                return Err(ConfigError::new(
+                    format!("{key}.schemas.enable"),
+                    "schema envelopes are not supported; set it to false",
+                ));
+            }
+        }
+        if keys.batch_max_records == 0 {
+            return Err(ConfigError::new("batch.max.records", "must be at least 1"));
+        }
+        let transforms = parse_transforms(&keys.transforms, &transform_keys)?;
+        Ok((
+            CommonConfig {
+                name: keys.name,
+                connector_class: keys.connector_class,
+                tasks_max: keys.tasks_max,
+                topics: keys.topics,
+                transforms,
+                topic_partitions: keys.topic_partitions,
+                topic_replication_factor: keys.topic_replication_factor,
+                batch_max_records: keys.batch_max_records,
+                batch_max_ms: keys.batch_max_ms,
+            },
+            plugin,
+        ))
+    }
+}
+
+fn is_common_key(k: &str) -> bool {
+    matches!(
+        k,
+        "name"
+            | "connector.class"
+            | "tasks.max"
+            | "topics"
+            | "topics.regex"
+            | "transforms"
+            | "key.converter"
+            | "value.converter"
+            | "key.converter.schemas.enable"
+            | "value.converter.schemas.enable"
+            | "topic.creation.default.partitions"
+            | "topic.creation.default.replication.factor"
+            | "batch.max.records"
+            | "batch.max.ms"
+    )
+}
+
+fn parse_transforms(
+    aliases: &[String],
+    keys: &ConfigMap,
+) -> Result<Vec<TransformSpec>, ConfigError> {
+    let mut specs = Vec::with_capacity(aliases.len());
+    for alias in aliases {
+        if specs.iter().any(|s: &TransformSpec| &s.alias == alias) {
+            return Err(ConfigError::new(
+                "transforms",
+                format!("`{alias}` is listed twice"),
+            ));
+        }
+        let prefix = format!("{alias}.");
+        let mut config: ConfigMap = keys
+            .iter()
+            .filter_map(|(k, v)| k.strip_prefix(&prefix).map(|r| (r.to_string(), v.clone())))
+            .collect();
+        let key = |k: &str| format!("transforms.{alias}.{k}");
+        match config.remove("type").as_deref() {
+            Some("wasm") => {}
+            Some(other) => {
+                return Err(ConfigError::new(
+                    key("type"),
+                    format!(
+                        "`{other}` is not supported; Sluice transforms are WASM components: set it to `wasm` and name the component in `module`"
+                    ),
+                ));
+            }
+            None => {
+                return Err(ConfigError::new(
+                    key("type"),
+                    "is required but missing (expected `wasm`)",
+                ));
+            }
+        }
+        let module = config.remove("module").ok_or_else(|| {
+            ConfigError::new(
+                key("module"),
+                "is required but missing (the path of a .wasm component)",
+            )
+        })?;
+        for reserved in ["predicate", "negate"] {
+            if config.contains_key(reserved) {
+                return Err(ConfigError::new(
+                    key(reserved),
+                    "predicates are not supported yet",
+                ));
+            }
+        }
+        specs.push(TransformSpec {
+            alias: alias.clone(),
+            module: PathBuf::from(module),
+            config,
+        });
+    }
+    for k in keys.keys() {
+        let alias = k.split('.').next().unwrap_or_default();
+        if !aliases.iter().any(|a| a == alias) {
+            return Err(ConfigError::new(
+                format!("transforms.{k}"),
+                format!("belongs to transform `{alias}`, which is not listed in `transforms`"),
+            ));
+        }
+    }
+    Ok(specs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn worker_defaults_and_passthrough() {
+        let w = WorkerConfig::from_map(
+            &string_map_from_json(&json!({
+                "security.protocol": "SASL_SSL",
+                "sasl.mechanism": "PLAIN",
+                "producer.linger.ms": 10,
+            }))
+            .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(w.bootstrap_servers, None);
+        assert_eq!(w.listen_addr(), "localhost:8083");
+        assert_eq!(
+            w.client_common.get("security.protocol").unwrap(),
+            "SASL_SSL"
+        );
+        assert_eq!(w.producer_overrides.get("linger.ms").unwrap(), "10");
+
+        let err = WorkerConfig::from_map(
+            &string_map_from_json(&json!({"listeners": "https://x:1"})).unwrap(),
+        )
+        .unwrap_err();
+        assert_eq!(err.key.as_deref(), Some("listeners"));
+        let err = WorkerConfig::from_map(
+            &string_map_from_json(&json!({"bootstrap.server": "x"})).unwrap(),
+        )
+        .unwrap_err();
+        assert_eq!(err.key.as_deref(), Some("bootstrap.server"));
+    }
+
+    #[test]
+    fn connector_spec_shapes() {
+        let spec = ConnectorSpec::from_json(
+            &json!({"name": "a", "config": {"connector.class": "datagen", "tasks.max": 2}}),
+        )
+        .unwrap();
+        assert_eq!(spec.config.get("tasks.max").unwrap(), "2");
+        assert_eq!(spec.config.get("name").unwrap(), "a");
+        let err = ConnectorSpec::from_json(
+            &json!({"config": {"connector.class": "x", "nested": {"a": 1}}}),
+        )
+        .unwrap_err();
+        assert_eq!(err.key.as_deref(), Some("config.nested"));
+        let err =
+            ConnectorSpec::from_json(&json!({"config": {"connector.class": "x"}})).unwrap_err();
+        assert_eq!(err.key.as_deref(), Some("name"));
+    }
+
+    #[test]
+    fn common_keys_and_transforms() {
+        let spec = ConnectorSpec::from_json(&json!({"name": "s", "config": {
+            "connector.class": "jdbc-sink", "topics": "a, b", "transforms": "t",
+            "transforms.t.type": "wasm", "transforms.t.module": "x.wasm", "transforms.t.field": "f",
+            "connection.url": "jdbc:sqlite:x.db"
+        }}))
+        .unwrap();
+        let (common, plugin) = CommonConfig::split(&spec.config).unwrap();
+        assert_eq!(common.topics, vec!["a", "b"]);
+        assert_eq!(common.transforms[0].config.get("field").unwrap(), "f");
+        assert_eq!(plugin.keys().collect::<Vec<_>>(), vec!["connection.url"]);
+
+        let mut bad = spec.config.clone();
+        bad.insert("transforms.u.type".into(), "wasm".into());
+        let err = CommonConfig::split(&bad).unwrap_err();
+        assert_eq!(err.key.as_deref(), Some("transforms.u.type"));
+        let mut bad = spec.config.clone();
+        bad.insert(
+            "transforms.t.type".into(),
+            "org.apache.kafka.connect.transforms.InsertField$Value".into(),
+        );
+        let err = CommonConfig::split(&bad).unwrap_err();
+        assert_eq!(err.key.as_deref(), Some("transforms.t.type"));
+        let mut bad = spec.config.clone();
+        bad.insert("tasks.max".into(), "lots".into());
+        let err = CommonConfig::split(&bad).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "key `tasks.max`: expected a non-negative integer, got `lots`"
+        );
+    }
+}

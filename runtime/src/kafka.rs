@@ -1,0 +1,324 @@
+//! Every Kafka client is built here, so the safe defaults (acks=all,
+//! idempotence, no auto-commit, read_committed, no silent offset reset)
+//! cannot be forgotten; plus the embedded development broker and topic
+//! creation.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::{ClientContext, DefaultClientContext};
+use rdkafka::config::{ClientConfig, RDKafkaLogLevel};
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::mocking::MockCluster;
+use rdkafka::producer::FutureProducer;
+use rdkafka::types::RDKafkaRespErr;
+use rdkafka::{Offset, TopicPartitionList};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::config::WorkerConfig;
+
+/// Builds every client from the worker config.
+#[derive(Clone)]
+pub struct KafkaClients {
+    bootstrap_servers: String,
+    common: Vec<(String, String)>,
+    producer_overrides: Vec<(String, String)>,
+    consumer_overrides: Vec<(String, String)>,
+    admin_overrides: Vec<(String, String)>,
+    embedded: Option<EmbeddedBroker>,
+}
+
+impl KafkaClients {
+    pub fn new(
+        worker: &WorkerConfig,
+        bootstrap_servers: String,
+        embedded: Option<EmbeddedBroker>,
+    ) -> Self {
+        let pairs =
+            |m: &sluice_sdk::ConfigMap| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        Self {
+            bootstrap_servers,
+            common: pairs(&worker.client_common),
+            producer_overrides: pairs(&worker.producer_overrides),
+            consumer_overrides: pairs(&worker.consumer_overrides),
+            admin_overrides: pairs(&worker.admin_overrides),
+            embedded,
+        }
+    }
+
+    pub fn bootstrap_servers(&self) -> &str {
+        &self.bootstrap_servers
+    }
+
+    pub fn is_embedded(&self) -> bool {
+        self.embedded.is_some()
+    }
+
+    fn base(&self) -> ClientConfig {
+        let mut c = ClientConfig::new();
+        c.set("bootstrap.servers", &self.bootstrap_servers);
+        c.set_log_level(RDKafkaLogLevel::Warning);
+        for (k, v) in &self.common {
+            c.set(k, v);
+        }
+        c
+    }
+
+    /// An idempotent producer (`acks=all`); `overrides` are the connector's
+    /// `producer.override.*` keys.
+    pub fn producer(&self, client_id: &str) -> Result<FutureProducer, KafkaError> {
+        let mut c = self.base();
+        c.set("client.id", client_id)
+            .set("acks", "all")
+            .set("enable.idempotence", "true")
+            .set("linger.ms", "5")
+            .set("compression.type", "zstd");
+        for (k, v) in &self.producer_overrides {
+            c.set(k, v);
+        }
+        c.create()
+    }
+
+    /// A consumer that never auto-commits, reads only committed records, and
+    /// never jumps over lost data (see [`SafeConsumerContext`]).
+    pub fn consumer(
+        &self,
+        group_id: &str,
+        client_id: &str,
+        context: SafeConsumerContext,
+    ) -> Result<rdkafka::consumer::StreamConsumer<SafeConsumerContext>, KafkaError> {
+        let mut c = self.base();
+        c.set("group.id", group_id)
+            .set("client.id", client_id)
+            .set("enable.auto.commit", "false")
+            .set("enable.auto.offset.store", "false")
+            .set("isolation.level", "read_committed")
+            // Positions without a committed offset are set explicitly on
+            // assignment; anything else out of range is data loss, an error.
+            .set("auto.offset.reset", "error")
+            .set("enable.partition.eof", "false")
+            .set("partition.assignment.strategy", "cooperative-sticky");
+        for (k, v) in &self.consumer_overrides {
+            c.set(k, v);
+        }
+        c.create_with_context(context)
+    }
+
+    /// Creates each topic that does not exist yet.
+    pub async fn ensure_topics(
+        &self,
+        topics: &[String],
+        partitions: i32,
+        replication: i32,
+    ) -> anyhow::Result<()> {
+        if topics.is_empty() {
+            return Ok(());
+        }
+        if let Some(embedded) = &self.embedded {
+            for t in topics {
+                embedded.create_topic(t, partitions).await?;
+            }
+            return Ok(());
+        }
+        let mut c = self.base();
+        for (k, v) in &self.admin_overrides {
+            c.set(k, v);
+        }
+        let admin: AdminClient<DefaultClientContext> = c.create()?;
+        let new: Vec<NewTopic<'_>> = topics
+            .iter()
+            .map(|t| NewTopic::new(t, partitions, TopicReplication::Fixed(replication)))
+            .collect();
+        let results = admin
+            .create_topics(
+                &new,
+                &AdminOptions::new().operation_timeout(Some(Duration::from_secs(30))),
+            )
+            .await?;
+        for r in results {
+            match r {
+                Ok(topic) => tracing::info!(topic, partitions, "created topic"),
+                Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
+                Err((topic, code)) => anyhow::bail!("creating topic `{topic}`: {code}"),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// librdkafka's mock cluster, owned by a thread of its own (it is not
+/// `Send`), for development: real Kafka protocol on a loopback port, nothing
+/// kept across restarts.
+#[derive(Clone)]
+pub struct EmbeddedBroker {
+    bootstrap: String,
+    commands: mpsc::UnboundedSender<(String, i32, oneshot::Sender<anyhow::Result<()>>)>,
+}
+
+/// Data beyond about this much per partition is silently dropped by the mock.
+pub const EMBEDDED_PARTITION_LIMIT_BYTES: u64 = 5 * 1024 * 1024;
+
+impl EmbeddedBroker {
+    pub fn start() -> anyhow::Result<Self> {
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let (tx, mut rx) =
+            mpsc::unbounded_channel::<(String, i32, oneshot::Sender<anyhow::Result<()>>)>();
+        std::thread::Builder::new()
+            .name("embedded-broker".into())
+            .spawn(move || {
+                let cluster = match MockCluster::new(1) {
+                    Ok(c) => c,
+                    Err(e) => {
+                        let _ = ready_tx
+                            .send(Err(anyhow::anyhow!("starting the embedded broker: {e}")));
+                        return;
+                    }
+                };
+                let _ = ready_tx.send(Ok(cluster.bootstrap_servers()));
+                // Serve topic creation until every handle is dropped.
+                while let Some((topic, partitions, reply)) = rx.blocking_recv() {
+                    let result = match cluster.create_topic(&topic, partitions, 1) {
+                        Ok(()) => Ok(()),
+                        Err(KafkaError::MockCluster(RDKafkaErrorCode::TopicAlreadyExists)) => {
+                            Ok(())
+                        }
+                        Err(e) => Err(anyhow::anyhow!(
+                            "creating topic `{topic}` on the embedded broker: {e}"
+                        )),
+                    };
+                    let _ = reply.send(result);
+                }
+            })?;
+        let bootstrap = ready_rx.recv()??;
+        Ok(Self {
+            bootstrap,
+            commands: tx,
+        })
+    }
+
+    pub fn bootstrap_servers(&self) -> &str {
+        &self.bootstrap
+    }
+
+    pub async fn create_topic(&self, topic: &str, partitions: i32) -> anyhow::Result<()> {
+        let (tx, rx) = oneshot::channel();
+        self.commands
+            .send((topic.to_string(), partitions, tx))
+            .map_err(|_| anyhow::anyhow!("the embedded broker has stopped"))?;
+        rx.await
+            .map_err(|_| anyhow::anyhow!("the embedded broker has stopped"))?
+    }
+}
+
+/// What the consumer reports to its task from librdkafka's threads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConsumerEvent {
+    Assigned(Vec<(String, i32)>),
+    Revoked(Vec<(String, i32)>),
+}
+
+/// Sets explicit start positions on assignment (the committed offset, or the
+/// beginning for a partition the group has never committed), so that
+/// `auto.offset.reset` only ever fires for an out-of-range offset, which
+/// means data was lost and is reported, never skipped.
+pub struct SafeConsumerContext {
+    pub events: tokio::sync::mpsc::UnboundedSender<ConsumerEvent>,
+    pub connector: Arc<str>,
+}
+
+impl ClientContext for SafeConsumerContext {}
+
+impl ConsumerContext for SafeConsumerContext {
+    fn rebalance(
+        &self,
+        consumer: &BaseConsumer<Self>,
+        err: RDKafkaRespErr,
+        tpl: &mut TopicPartitionList,
+    ) {
+        let cooperative = matches!(
+            consumer.rebalance_protocol(),
+            rdkafka::consumer::RebalanceProtocol::Cooperative
+        );
+        let partitions: Vec<(String, i32)> = tpl
+            .elements()
+            .iter()
+            .map(|e| (e.topic().to_string(), e.partition()))
+            .collect();
+        match err {
+            RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS => {
+                self.set_start_positions(consumer, tpl);
+                let result = if cooperative {
+                    consumer.incremental_assign(tpl)
+                } else {
+                    consumer.assign(tpl)
+                };
+                if let Err(e) = result {
+                    tracing::error!(connector = %self.connector, error = %e, "assigning partitions failed");
+                }
+                tracing::info!(connector = %self.connector, partitions = ?partitions, "partitions assigned");
+                let _ = self.events.send(ConsumerEvent::Assigned(partitions));
+            }
+            RDKafkaRespErr::RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS => {
+                let result = if cooperative {
+                    consumer.incremental_unassign(tpl)
+                } else {
+                    consumer.unassign()
+                };
+                if let Err(e) = result {
+                    tracing::error!(connector = %self.connector, error = %e, "revoking partitions failed");
+                }
+                tracing::info!(connector = %self.connector, partitions = ?partitions, "partitions revoked");
+                let _ = self.events.send(ConsumerEvent::Revoked(partitions));
+            }
+            other => {
+                tracing::error!(connector = %self.connector, error = ?other, "rebalance error");
+                let _ = consumer.unassign();
+            }
+        }
+    }
+}
+
+impl SafeConsumerContext {
+    fn set_start_positions(&self, consumer: &BaseConsumer<Self>, tpl: &mut TopicPartitionList) {
+        let mut committed = None;
+        for attempt in 1..=5 {
+            match consumer.committed_offsets(tpl.clone(), Duration::from_secs(10)) {
+                Ok(c) => {
+                    committed = Some(c);
+                    break;
+                }
+                Err(e) => {
+                    tracing::warn!(connector = %self.connector, attempt, error = %e, "reading committed offsets failed")
+                }
+            }
+        }
+        let Some(committed) = committed else {
+            tracing::error!(
+                connector = %self.connector,
+                "could not read committed offsets; partitions without one will report an offset-reset error instead of starting from the beginning"
+            );
+            return;
+        };
+        for e in committed.elements() {
+            let offset = match e.offset() {
+                Offset::Offset(o) if o >= 0 => Offset::Offset(o),
+                _ => Offset::Beginning,
+            };
+            let _ = tpl.set_partition_offset(e.topic(), e.partition(), offset);
+        }
+    }
+}
+
+/// The consumer error that means the committed position no longer exists
+/// on the broker: records were lost (retention, or the embedded broker's
+/// size limit) and must not be skipped silently.
+pub fn is_offset_out_of_range(e: &KafkaError) -> bool {
+    matches!(
+        e,
+        KafkaError::MessageConsumption(
+            RDKafkaErrorCode::AutoOffsetReset | RDKafkaErrorCode::OffsetOutOfRange
+        )
+    )
+}

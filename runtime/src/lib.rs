@@ -1,0 +1,13 @@
+//! The Sluice runtime. See `ARCHITECTURE.md` at the repository root for the
+//! record flow and where each concern lives.
+
+pub mod cli;
+pub mod config;
+pub mod kafka;
+pub mod metrics;
+pub mod offsets;
+pub mod plugin;
+pub mod rest;
+pub mod task;
+pub mod transform;
+pub mod worker;

@@ -1,0 +1,118 @@
+//! Source offsets: where each source task resumes. Standalone workers keep
+//! them in `offset.storage.file.filename` (written atomically) or, without
+//! one, in memory only: a restart then replays from the start and the
+//! idempotent sinks absorb the repeats.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use sluice_sdk::SourceOffsets;
+
+type AllOffsets = HashMap<String, SourceOffsets>;
+
+pub struct OffsetStore {
+    file: Option<PathBuf>,
+    offsets: Mutex<AllOffsets>,
+}
+
+impl OffsetStore {
+    pub fn open(file: Option<PathBuf>) -> anyhow::Result<Self> {
+        let offsets = match &file {
+            Some(path) if path.exists() => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| anyhow::anyhow!("reading offsets file {}: {e}", path.display()))?;
+                serde_json::from_str(&text).map_err(|e| {
+                    anyhow::anyhow!(
+                        "offsets file {} is corrupt ({e}); move it away to start over",
+                        path.display()
+                    )
+                })?
+            }
+            _ => AllOffsets::new(),
+        };
+        Ok(Self {
+            file,
+            offsets: Mutex::new(offsets),
+        })
+    }
+
+    pub fn is_persistent(&self) -> bool {
+        self.file.is_some()
+    }
+
+    pub fn load(&self, connector: &str) -> SourceOffsets {
+        self.offsets
+            .lock()
+            .expect("offsets lock")
+            .get(connector)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Records new offsets for a connector and, with a file, makes them
+    /// durable before returning.
+    pub fn commit(&self, connector: &str, updates: SourceOffsets) -> std::io::Result<()> {
+        if updates.is_empty() {
+            return Ok(());
+        }
+        let snapshot = {
+            let mut all = self.offsets.lock().expect("offsets lock");
+            all.entry(connector.to_string())
+                .or_default()
+                .extend(updates);
+            self.file
+                .as_ref()
+                .map(|_| serde_json::to_vec_pretty(&*all).expect("offsets serialise"))
+        };
+        if let (Some(path), Some(bytes)) = (&self.file, snapshot) {
+            let tmp = path.with_extension("tmp");
+            {
+                use std::io::Write;
+                let mut f = std::fs::File::create(&tmp)?;
+                f.write_all(&bytes)?;
+                f.sync_all()?;
+            }
+            std::fs::rename(&tmp, path)?;
+        }
+        Ok(())
+    }
+
+    pub fn all(&self, connector: &str) -> Vec<(serde_json::Value, serde_json::Value)> {
+        self.load(connector)
+            .into_iter()
+            .map(|(k, v)| {
+                (
+                    serde_json::from_str(&k).unwrap_or(serde_json::Value::String(k)),
+                    v,
+                )
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_offsets_survive_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("offsets.json");
+        let store = OffsetStore::open(Some(path.clone())).unwrap();
+        store
+            .commit(
+                "c",
+                [("{\"p\":1}".to_string(), serde_json::json!({"next": 5}))].into(),
+            )
+            .unwrap();
+        let reopened = OffsetStore::open(Some(path.clone())).unwrap();
+        assert_eq!(
+            reopened.load("c").get("{\"p\":1}").unwrap(),
+            &serde_json::json!({"next": 5})
+        );
+        std::fs::write(&path, "{").unwrap();
+        let err = OffsetStore::open(Some(path)).err().unwrap();
+        assert!(err.to_string().contains("corrupt"), "{err}");
+    }
+}

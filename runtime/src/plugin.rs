@@ -1,0 +1,60 @@
+//! The connector classes a worker knows: built-in ones, by Sluice's short
+//! name or Kafka Connect's class names.
+
+use std::sync::Arc;
+
+use sluice_sdk::{ConnectorType, PluginInfo, SinkConnector, SourceConnector};
+
+#[derive(Clone)]
+pub enum Plugin {
+    Source(Arc<dyn SourceConnector>),
+    Sink(Arc<dyn SinkConnector>),
+}
+
+impl Plugin {
+    pub fn info(&self) -> PluginInfo {
+        match self {
+            Plugin::Source(p) => p.info(),
+            Plugin::Sink(p) => p.info(),
+        }
+    }
+
+    pub fn kind(&self) -> ConnectorType {
+        self.info().kind
+    }
+}
+
+#[derive(Clone)]
+pub struct Registry {
+    plugins: Vec<Plugin>,
+}
+
+impl Registry {
+    pub fn builtin() -> Self {
+        Self {
+            plugins: vec![
+                Plugin::Source(Arc::new(sluice_connector_datagen::DatagenConnector)),
+                Plugin::Source(Arc::new(sluice_connector_file::FileSourceConnector)),
+                Plugin::Sink(Arc::new(sluice_connector_file::FileSinkConnector)),
+                Plugin::Sink(Arc::new(sluice_connector_jdbc::JdbcSinkConnector)),
+            ],
+        }
+    }
+
+    /// Finds a plugin by its class or any alias.
+    pub fn find(&self, class: &str) -> Option<&Plugin> {
+        self.plugins.iter().find(|p| {
+            let info = p.info();
+            info.class == class || info.aliases.contains(&class)
+        })
+    }
+
+    pub fn all(&self) -> &[Plugin] {
+        &self.plugins
+    }
+
+    /// The known class names, for error messages.
+    pub fn class_names(&self) -> Vec<&'static str> {
+        self.plugins.iter().map(|p| p.info().class).collect()
+    }
+}

@@ -1,0 +1,256 @@
+//! The REST API, with Kafka Connect's paths and JSON shapes.
+
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde_json::{Value, json};
+use sluice_sdk::ConfigMap;
+
+use crate::task::TaskStatus;
+use crate::worker::{ConnectorStatus, Worker};
+
+pub fn router(worker: Arc<Worker>) -> Router {
+    Router::new()
+        .route("/", get(root))
+        .route("/health", get(health))
+        .route("/metrics", get(metrics))
+        .route("/connectors", get(list_connectors))
+        .route("/connectors/{name}", get(get_connector))
+        .route("/connectors/{name}/config", get(get_config))
+        .route("/connectors/{name}/status", get(get_status))
+        .route("/connectors/{name}/tasks", get(get_tasks))
+        .route(
+            "/connectors/{name}/tasks/{task}/status",
+            get(get_task_status),
+        )
+        .route("/connectors/{name}/offsets", get(get_offsets))
+        .route("/connector-plugins", get(list_plugins))
+        .fallback(not_found)
+        .with_state(worker)
+}
+
+/// Kafka Connect's error body.
+pub struct ApiError {
+    status: StatusCode,
+    message: String,
+}
+
+impl ApiError {
+    fn not_found(message: impl Into<String>) -> Self {
+        Self {
+            status: StatusCode::NOT_FOUND,
+            message: message.into(),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = json!({"error_code": self.status.as_u16(), "message": self.message});
+        (self.status, Json(body)).into_response()
+    }
+}
+
+fn unknown(name: &str) -> ApiError {
+    ApiError::not_found(format!("Connector {name} not found"))
+}
+
+async fn not_found() -> ApiError {
+    ApiError::not_found("no such endpoint")
+}
+
+async fn root(State(worker): State<Arc<Worker>>) -> Json<Value> {
+    Json(json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "commit": option_env!("SLUICE_GIT_COMMIT").unwrap_or("unknown"),
+        "kafka_cluster_id": Value::Null,
+        "worker_id": worker.id,
+    }))
+}
+
+async fn health() -> Json<Value> {
+    Json(
+        json!({"status": "healthy", "message": "Worker has completed startup and is ready to handle requests."}),
+    )
+}
+
+async fn metrics(State(worker): State<Arc<Worker>>) -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        worker.metrics().render(),
+    )
+        .into_response()
+}
+
+/// Secrets are never shown back.
+pub fn redact(config: &ConfigMap) -> ConfigMap {
+    config
+        .iter()
+        .map(|(k, v)| {
+            let secret = ["password", "secret", "token", "credentials"]
+                .iter()
+                .any(|s| k.to_ascii_lowercase().contains(s));
+            (
+                k.clone(),
+                if secret {
+                    "[hidden]".to_string()
+                } else {
+                    v.clone()
+                },
+            )
+        })
+        .collect()
+}
+
+async fn list_connectors(
+    State(worker): State<Arc<Worker>>,
+    Query(q): Query<Vec<(String, String)>>,
+) -> Response {
+    let expand: Vec<String> = q
+        .into_iter()
+        .filter(|(k, _)| k == "expand")
+        .map(|(_, v)| v)
+        .collect();
+    let names = worker.names().await;
+    if expand.is_empty() {
+        return Json(names).into_response();
+    }
+    let mut out = serde_json::Map::new();
+    for name in names {
+        let mut entry = serde_json::Map::new();
+        if expand.iter().any(|e| e == "status")
+            && let Some(s) = worker.status(&name).await
+        {
+            entry.insert("status".into(), status_json(&worker, &s));
+        }
+        if expand.iter().any(|e| e == "info")
+            && let Some(info) = info_json(&worker, &name).await
+        {
+            entry.insert("info".into(), info);
+        }
+        out.insert(name, Value::Object(entry));
+    }
+    Json(Value::Object(out)).into_response()
+}
+
+async fn info_json(worker: &Worker, name: &str) -> Option<Value> {
+    let (spec, kind, tasks) = worker.spec(name).await?;
+    Some(json!({
+        "name": spec.name,
+        "config": redact(&spec.config),
+        "tasks": tasks.iter().map(|(id, _)| json!({"connector": spec.name, "task": id})).collect::<Vec<_>>(),
+        "type": kind.as_str(),
+    }))
+}
+
+async fn get_connector(
+    State(worker): State<Arc<Worker>>,
+    Path(name): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    info_json(&worker, &name)
+        .await
+        .map(Json)
+        .ok_or_else(|| unknown(&name))
+}
+
+async fn get_config(
+    State(worker): State<Arc<Worker>>,
+    Path(name): Path<String>,
+) -> Result<Json<ConfigMap>, ApiError> {
+    let (spec, _, _) = worker.spec(&name).await.ok_or_else(|| unknown(&name))?;
+    Ok(Json(redact(&spec.config)))
+}
+
+fn task_json(worker: &Worker, id: u32, s: &TaskStatus) -> Value {
+    let mut v = json!({"id": id, "state": s.state, "worker_id": worker.id});
+    if let Some(trace) = &s.trace {
+        v["trace"] = Value::String(trace.clone());
+    }
+    v
+}
+
+fn status_json(worker: &Worker, s: &ConnectorStatus) -> Value {
+    let mut connector = json!({"state": s.connector.state, "worker_id": worker.id});
+    if let Some(trace) = &s.connector.trace {
+        connector["trace"] = Value::String(trace.clone());
+    }
+    json!({
+        "name": s.name,
+        "connector": connector,
+        "tasks": s.tasks.iter().map(|(id, t)| task_json(worker, *id, t)).collect::<Vec<_>>(),
+        "type": s.kind.as_str(),
+    })
+}
+
+async fn get_status(
+    State(worker): State<Arc<Worker>>,
+    Path(name): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let s = worker.status(&name).await.ok_or_else(|| unknown(&name))?;
+    Ok(Json(status_json(&worker, &s)))
+}
+
+async fn get_tasks(
+    State(worker): State<Arc<Worker>>,
+    Path(name): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let (spec, _, tasks) = worker.spec(&name).await.ok_or_else(|| unknown(&name))?;
+    Ok(Json(Value::Array(
+        tasks
+            .iter()
+            .map(|(id, config)| json!({"id": {"connector": spec.name, "task": id}, "config": redact(config)}))
+            .collect(),
+    )))
+}
+
+async fn get_task_status(
+    State(worker): State<Arc<Worker>>,
+    Path((name, task)): Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    let s = worker.status(&name).await.ok_or_else(|| unknown(&name))?;
+    let id: u32 = task
+        .parse()
+        .map_err(|_| ApiError::not_found(format!("Task {name}-{task} not found")))?;
+    let (_, t) = s
+        .tasks
+        .iter()
+        .find(|(i, _)| *i == id)
+        .ok_or_else(|| ApiError::not_found(format!("Task {name}-{id} not found")))?;
+    Ok(Json(task_json(&worker, id, t)))
+}
+
+async fn get_offsets(
+    State(worker): State<Arc<Worker>>,
+    Path(name): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let (_, kind, _) = worker.spec(&name).await.ok_or_else(|| unknown(&name))?;
+    let offsets: Vec<Value> = match kind {
+        sluice_sdk::ConnectorType::Source => worker
+            .source_offsets(&name)
+            .into_iter()
+            .map(|(p, o)| json!({"partition": p, "offset": o}))
+            .collect(),
+        // Sink offsets live in the consumer group; served with the full
+        // offsets API.
+        sluice_sdk::ConnectorType::Sink => Vec::new(),
+    };
+    Ok(Json(json!({"offsets": offsets})))
+}
+
+async fn list_plugins(State(worker): State<Arc<Worker>>) -> Json<Value> {
+    Json(Value::Array(
+        worker
+            .registry()
+            .all()
+            .iter()
+            .map(|p| {
+                let info = p.info();
+                json!({"class": info.class, "type": info.kind.as_str(), "version": info.version, "aliases": info.aliases})
+            })
+            .collect(),
+    ))
+}

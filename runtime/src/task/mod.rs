@@ -1,0 +1,160 @@
+//! The task loops: source (poll, transform, produce, commit offsets) and
+//! sink (consume, transform, put, flush, commit offsets). Both keep one
+//! invariant: an offset is committed only for records that were written.
+
+pub mod sink;
+pub mod source;
+
+use std::sync::{Arc, Mutex};
+
+use serde::Serialize;
+use sluice_sdk::{ConnectError, Record};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::CommonConfig;
+use crate::kafka::KafkaClients;
+use crate::metrics::Metrics;
+use crate::transform::{TransformChain, TransformFailure};
+
+/// Kafka Connect's connector and task states.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum State {
+    Unassigned,
+    Running,
+    Paused,
+    Failed,
+    Restarting,
+    Stopped,
+}
+
+impl State {
+    pub const ALL: [State; 6] = [
+        State::Unassigned,
+        State::Running,
+        State::Paused,
+        State::Failed,
+        State::Restarting,
+        State::Stopped,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Unassigned => "UNASSIGNED",
+            State::Running => "RUNNING",
+            State::Paused => "PAUSED",
+            State::Failed => "FAILED",
+            State::Restarting => "RESTARTING",
+            State::Stopped => "STOPPED",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TaskStatus {
+    pub state: State,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace: Option<String>,
+}
+
+/// A task's status, shared between its loop, the worker and the REST API.
+#[derive(Clone)]
+pub struct StatusCell {
+    inner: Arc<Mutex<TaskStatus>>,
+    metrics: Metrics,
+    labels: [String; 2],
+}
+
+impl StatusCell {
+    pub fn new(metrics: Metrics, connector: &str, task: u32) -> Self {
+        let cell = Self {
+            inner: Arc::new(Mutex::new(TaskStatus {
+                state: State::Unassigned,
+                trace: None,
+            })),
+            metrics,
+            labels: [connector.to_string(), task.to_string()],
+        };
+        cell.set(State::Unassigned, None);
+        cell
+    }
+
+    pub fn get(&self) -> TaskStatus {
+        self.inner.lock().expect("status lock").clone()
+    }
+
+    pub fn set(&self, state: State, trace: Option<String>) {
+        *self.inner.lock().expect("status lock") = TaskStatus { state, trace };
+        for s in State::ALL {
+            self.metrics
+                .task_state
+                .with_label_values(&[&self.labels[0], &self.labels[1], s.as_str()])
+                .set(i64::from(s == state));
+        }
+    }
+}
+
+/// What every task loop is given.
+pub struct TaskEnv {
+    pub connector: Arc<str>,
+    pub task_id: u32,
+    pub common: CommonConfig,
+    pub clients: KafkaClients,
+    pub metrics: Metrics,
+    pub cancel: CancellationToken,
+    /// In a mutex only so `&TaskEnv` is `Sync`; reached through `get_mut`.
+    pub chain: Mutex<Option<TransformChain>>,
+}
+
+impl TaskEnv {
+    fn labels(&self) -> [String; 2] {
+        [self.connector.to_string(), self.task_id.to_string()]
+    }
+
+    fn count(&self, stage: &str, outcome: &str, n: usize) {
+        let [c, t] = self.labels();
+        self.metrics
+            .records
+            .with_label_values(&[c.as_str(), t.as_str(), stage, outcome])
+            .inc_by(n as u64);
+    }
+
+    /// Runs the chain on a blocking thread (WASM calls are CPU-bound and may
+    /// run up to their time limit).
+    async fn transform(
+        &mut self,
+        records: Vec<Record>,
+    ) -> Result<Vec<Result<Vec<Record>, TransformFailure>>, ConnectError> {
+        let Some(mut chain) = self.chain.get_mut().expect("chain lock").take() else {
+            return Ok(records.into_iter().map(|r| Ok(vec![r])).collect());
+        };
+        let timer = std::time::Instant::now();
+        let (chain, results) = tokio::task::spawn_blocking(move || {
+            let results = chain.apply(records);
+            (chain, results)
+        })
+        .await
+        .map_err(|e| ConnectError::fatal(format!("transform thread failed: {e}")))?;
+        *self.chain.get_mut().expect("chain lock") = Some(chain);
+        let [c, t] = self.labels();
+        self.metrics
+            .transform_seconds
+            .with_label_values(&[c.as_str(), t.as_str()])
+            .observe(timer.elapsed().as_secs_f64());
+        Ok(results)
+    }
+}
+
+/// With `errors.tolerance=none` (the only mode yet), the first failed record
+/// fails the task; the trace names the record and the cause.
+fn transform_failure(record: &str, failure: TransformFailure) -> ConnectError {
+    ConnectError::new(
+        failure.error.kind,
+        format!(
+            "transform `{}` failed on record {record} ({} error): {}",
+            failure.transform,
+            failure.error.kind,
+            failure.error.full_message()
+        ),
+    )
+}

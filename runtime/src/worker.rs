@@ -1,0 +1,360 @@
+//! The worker: validates connectors, runs their tasks, tracks their status
+//! and stops them cleanly.
+
+use std::collections::BTreeMap;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::FutureExt;
+use sluice_sdk::{ConfigError, ConfigMap, ConnectorType, TaskContext};
+use tokio::sync::RwLock;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use crate::config::{CommonConfig, ConnectorSpec};
+use crate::kafka::KafkaClients;
+use crate::metrics::Metrics;
+use crate::offsets::OffsetStore;
+use crate::plugin::{Plugin, Registry};
+use crate::task::{self, State, StatusCell, TaskEnv, TaskStatus};
+use crate::transform::CompiledChain;
+use crate::transform::wasm::WasmHost;
+
+/// A connector config that passed every check and is ready to run.
+pub struct ValidatedConnector {
+    pub spec: ConnectorSpec,
+    pub common: CommonConfig,
+    pub plugin_config: ConfigMap,
+    pub plugin: Plugin,
+    pub chain: CompiledChain,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    #[error("connector `{0}` already exists")]
+    AlreadyExists(String),
+    #[error("invalid config for connector `{name}`: {error}")]
+    Invalid { name: String, error: ConfigError },
+    #[error("starting connector `{name}`: {message}")]
+    Start { name: String, message: String },
+}
+
+struct TaskRuntime {
+    id: u32,
+    status: StatusCell,
+    cancel: CancellationToken,
+    join: JoinHandle<()>,
+    config: ConfigMap,
+}
+
+struct ConnectorRuntime {
+    spec: ConnectorSpec,
+    kind: ConnectorType,
+    tasks: Vec<TaskRuntime>,
+}
+
+/// What `GET /connectors/{name}/status` shows.
+#[derive(Debug, Clone)]
+pub struct ConnectorStatus {
+    pub name: String,
+    pub kind: ConnectorType,
+    pub connector: TaskStatus,
+    pub tasks: Vec<(u32, TaskStatus)>,
+}
+
+pub struct Worker {
+    pub id: String,
+    registry: Registry,
+    clients: KafkaClients,
+    wasm: WasmHost,
+    metrics: Metrics,
+    offsets: Arc<OffsetStore>,
+    default_partitions: i32,
+    shutdown_timeout: Duration,
+    connectors: RwLock<BTreeMap<String, ConnectorRuntime>>,
+}
+
+pub struct WorkerOptions {
+    pub id: String,
+    pub clients: KafkaClients,
+    pub offsets: OffsetStore,
+    pub default_partitions: i32,
+    pub shutdown_timeout: Duration,
+    pub metrics: Metrics,
+}
+
+impl Worker {
+    pub fn new(options: WorkerOptions) -> anyhow::Result<Self> {
+        Ok(Self {
+            id: options.id,
+            registry: Registry::builtin(),
+            clients: options.clients,
+            wasm: WasmHost::new()?,
+            metrics: options.metrics,
+            offsets: Arc::new(options.offsets),
+            default_partitions: options.default_partitions,
+            shutdown_timeout: options.shutdown_timeout,
+            connectors: RwLock::new(BTreeMap::new()),
+        })
+    }
+
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    pub fn clients(&self) -> &KafkaClients {
+        &self.clients
+    }
+
+    /// Every check short of running: common keys, the plugin's own keys,
+    /// topics, and every WASM module loaded and checked against the WIT.
+    pub async fn validate(&self, spec: &ConnectorSpec) -> Result<ValidatedConnector, ConfigError> {
+        let (common, plugin_config) = CommonConfig::split(&spec.config)?;
+        let plugin = self
+            .registry
+            .find(&common.connector_class)
+            .cloned()
+            .ok_or_else(|| {
+                ConfigError::new(
+                    "connector.class",
+                    format!(
+                        "`{}` is not a known connector class; known classes: {}",
+                        common.connector_class,
+                        self.registry.class_names().join(", ")
+                    ),
+                )
+            })?;
+        match &plugin {
+            Plugin::Source(p) => {
+                if !common.topics.is_empty() {
+                    return Err(ConfigError::new(
+                        "topics",
+                        "is for sink connectors; a source names its topic in its own keys",
+                    ));
+                }
+                p.validate(&plugin_config)?;
+            }
+            Plugin::Sink(p) => {
+                if common.topics.is_empty() {
+                    return Err(ConfigError::new(
+                        "topics",
+                        "is required for a sink connector (a comma-separated list)",
+                    ));
+                }
+                p.validate(&plugin_config)?;
+            }
+        }
+        let host = self.wasm.clone();
+        let specs = common.transforms.clone();
+        let chain = tokio::task::spawn_blocking(move || CompiledChain::compile(&host, &specs))
+            .await
+            .map_err(|e| ConfigError::general(format!("compiling transforms: {e}")))?
+            .map_err(|(key, message)| ConfigError::new(key, message))?;
+        Ok(ValidatedConnector {
+            spec: spec.clone(),
+            common,
+            plugin_config,
+            plugin,
+            chain,
+        })
+    }
+
+    pub async fn create(&self, spec: &ConnectorSpec) -> Result<(), WorkerError> {
+        if self.connectors.read().await.contains_key(&spec.name) {
+            return Err(WorkerError::AlreadyExists(spec.name.clone()));
+        }
+        let validated = self
+            .validate(spec)
+            .await
+            .map_err(|error| WorkerError::Invalid {
+                name: spec.name.clone(),
+                error,
+            })?;
+        self.start(validated).await
+    }
+
+    /// Starts a validated connector's tasks.
+    pub async fn start(&self, v: ValidatedConnector) -> Result<(), WorkerError> {
+        let name = v.spec.name.clone();
+        let start_error = |message: String| WorkerError::Start {
+            name: name.clone(),
+            message,
+        };
+        let topics = match &v.plugin {
+            Plugin::Source(p) => p.topics(&v.plugin_config),
+            Plugin::Sink(_) => v.common.topics.clone(),
+        };
+        let partitions = v.common.topic_partitions.unwrap_or(self.default_partitions);
+        let replication = v.common.topic_replication_factor.unwrap_or(-1);
+        self.clients
+            .ensure_topics(&topics, partitions, replication)
+            .await
+            .map_err(|e| start_error(format!("{e:#}")))?;
+
+        let mut connectors = self.connectors.write().await;
+        if connectors.contains_key(&name) {
+            return Err(WorkerError::AlreadyExists(name));
+        }
+        let task_configs = match &v.plugin {
+            Plugin::Source(p) => p.task_configs(&v.plugin_config, v.common.tasks_max),
+            Plugin::Sink(p) => p.task_configs(&v.plugin_config, v.common.tasks_max),
+        };
+        let mut tasks = Vec::with_capacity(task_configs.len());
+        for (id, config) in task_configs.into_iter().enumerate() {
+            let id = id as u32;
+            tasks.push(self.spawn_task(&v, id, config));
+        }
+        tracing::info!(connector = %name, class = %v.common.connector_class, tasks = tasks.len(), "connector started");
+        connectors.insert(
+            name.clone(),
+            ConnectorRuntime {
+                spec: v.spec.clone(),
+                kind: v.plugin.kind(),
+                tasks,
+            },
+        );
+        Ok(())
+    }
+
+    fn spawn_task(&self, v: &ValidatedConnector, id: u32, config: ConfigMap) -> TaskRuntime {
+        let name: Arc<str> = Arc::from(v.spec.name.as_str());
+        let status = StatusCell::new(self.metrics.clone(), &name, id);
+        let cancel = CancellationToken::new();
+        let span = tracing::info_span!("task", connector = %name, task = id);
+        let env = TaskEnv {
+            connector: name.clone(),
+            task_id: id,
+            common: v.common.clone(),
+            clients: self.clients.clone(),
+            metrics: self.metrics.clone(),
+            cancel: cancel.clone(),
+            chain: std::sync::Mutex::new(None),
+        };
+        let chain = v.chain.clone();
+        let plugin = v.plugin.clone();
+        let offsets = self.offsets.clone();
+        let task_status = status.clone();
+        let task_config = config.clone();
+        let body = async move {
+            let context = TaskContext {
+                connector: name.to_string(),
+                task_id: id,
+            };
+            let mut env = env;
+            if !chain.is_empty() {
+                let instantiated = tokio::task::spawn_blocking(move || chain.instantiate())
+                    .await
+                    .map_err(|e| {
+                        sluice_sdk::ConnectError::fatal(format!("instantiating transforms: {e}"))
+                    })?;
+                env.chain = std::sync::Mutex::new(Some(instantiated?));
+            }
+            task_status.set(State::Running, None);
+            tracing::info!("task running");
+            match plugin {
+                Plugin::Source(p) => {
+                    let source = p.create_task(&task_config, context, offsets.load(&name))?;
+                    task::source::run(env, source, offsets).await
+                }
+                Plugin::Sink(p) => {
+                    let sink = p.create_task(&task_config, context)?;
+                    task::sink::run(env, sink).await
+                }
+            }
+        };
+        let supervised_status = status.clone();
+        let join = tokio::spawn(
+            async move {
+                match AssertUnwindSafe(body).catch_unwind().await {
+                    Ok(Ok(())) => tracing::info!("task stopped"),
+                    Ok(Err(e)) => {
+                        let trace = e.full_message();
+                        tracing::error!(kind = %e.kind, error = %trace, "task failed");
+                        supervised_status.set(State::Failed, Some(trace));
+                    }
+                    Err(panic) => {
+                        let message = panic
+                            .downcast_ref::<String>()
+                            .cloned()
+                            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                            .unwrap_or_else(|| "unknown panic".into());
+                        tracing::error!(panic = %message, "task panicked");
+                        supervised_status
+                            .set(State::Failed, Some(format!("task panicked: {message}")));
+                    }
+                }
+            }
+            .instrument(span),
+        );
+        TaskRuntime {
+            id,
+            status,
+            cancel,
+            join,
+            config,
+        }
+    }
+
+    pub async fn names(&self) -> Vec<String> {
+        self.connectors.read().await.keys().cloned().collect()
+    }
+
+    pub async fn spec(
+        &self,
+        name: &str,
+    ) -> Option<(ConnectorSpec, ConnectorType, Vec<(u32, ConfigMap)>)> {
+        let connectors = self.connectors.read().await;
+        let c = connectors.get(name)?;
+        Some((
+            c.spec.clone(),
+            c.kind,
+            c.tasks.iter().map(|t| (t.id, t.config.clone())).collect(),
+        ))
+    }
+
+    pub async fn status(&self, name: &str) -> Option<ConnectorStatus> {
+        let connectors = self.connectors.read().await;
+        let c = connectors.get(name)?;
+        Some(ConnectorStatus {
+            name: name.to_string(),
+            kind: c.kind,
+            connector: TaskStatus {
+                state: State::Running,
+                trace: None,
+            },
+            tasks: c.tasks.iter().map(|t| (t.id, t.status.get())).collect(),
+        })
+    }
+
+    pub fn source_offsets(&self, name: &str) -> Vec<(serde_json::Value, serde_json::Value)> {
+        self.offsets.all(name)
+    }
+
+    /// Cancels every task, lets in-flight batches finish (their offsets are
+    /// committed only if they were written), and aborts what is still running
+    /// after `task.shutdown.graceful.timeout.ms`.
+    pub async fn shutdown(&self) {
+        let mut connectors = self.connectors.write().await;
+        let mut joins = Vec::new();
+        for (name, c) in connectors.iter_mut() {
+            for t in c.tasks.drain(..) {
+                t.cancel.cancel();
+                joins.push((name.clone(), t.id, t.join));
+            }
+        }
+        let deadline = tokio::time::Instant::now() + self.shutdown_timeout;
+        for (name, id, mut join) in joins {
+            if tokio::time::timeout_at(deadline, &mut join).await.is_err() {
+                tracing::warn!(connector = %name, task = id, "task did not stop in time; aborting it (its uncommitted batch will be redelivered)");
+                join.abort();
+            }
+        }
+        connectors.clear();
+    }
+}

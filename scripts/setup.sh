@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs what Sluice's build, quick start and tests need, skipping what is
+# already there. Safe to run again. Needs root (or sudo) for apt.
+#
+#   - C toolchain and libraries for rdkafka's bundled librdkafka (ssl, zstd)
+#     and SQLite: build-essential pkg-config zlib1g-dev libssl-dev
+#   - PostgreSQL (tests run against a real server; see scripts/postgres.sh)
+#   - the Rust toolchain pinned in rust-toolchain.toml, with wasm32-wasip2
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(build-essential pkg-config zlib1g-dev libssl-dev python3 curl ca-certificates)
+if [[ "${SLUICE_SETUP_POSTGRES:-1}" == 1 ]]; then
+  APT_PACKAGES+=(postgresql postgresql-client)
+fi
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}" >&2
+  SUDO=""
+  [[ "$(id -u)" == 0 ]] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if ! command -v rustup >/dev/null; then
+  echo "setup: rustup is required (https://rustup.rs); it installs the toolchain pinned in rust-toolchain.toml" >&2
+  exit 1
+fi
+# Installs the pinned toolchain with its components and the wasm32-wasip2
+# target, as listed in rust-toolchain.toml.
+rustup toolchain install >/dev/null 2>&1 || rustup show active-toolchain >/dev/null
+toolchain="$(sed -n 's/^channel *= *"\(.*\)"/\1/p' rust-toolchain.toml)"
+if ! rustup target list --toolchain "$toolchain" --installed | grep -q '^wasm32-wasip2$'; then
+  rustup target add --toolchain "$toolchain" wasm32-wasip2
+fi

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The test command: installs what is missing, starts PostgreSQL, checks
+# formatting and lints, and runs every test (unit and integration; the
+# integration tests build their WASM components from source).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/setup.sh
+eval "$(scripts/postgres.sh start)"
+echo "test: PostgreSQL at $SLUICE_TEST_POSTGRES_URL" >&2
+
+cargo fmt --all --check
+cargo clippy --workspace --all-targets --locked -- -D warnings
+cargo test --workspace --locked

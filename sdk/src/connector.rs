@@ -1,0 +1,178 @@
+//! The connector contract, close to Kafka Connect's: a connector validates
+//! its config and splits it into task configs; its tasks do the I/O.
+//!
+//! Built-in connectors implement these traits directly; native plugins
+//! implement them behind the C ABI.
+
+use std::collections::HashMap;
+
+use async_trait::async_trait;
+
+use crate::config::{ConfigError, ConfigMap};
+use crate::error::ConnectError;
+use crate::record::{Header, Record};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConnectorType {
+    Source,
+    Sink,
+}
+
+impl ConnectorType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConnectorType::Source => "source",
+            ConnectorType::Sink => "sink",
+        }
+    }
+}
+
+/// What a plugin is called and what it is.
+#[derive(Debug, Clone)]
+pub struct PluginInfo {
+    /// Sluice's short name, e.g. `datagen`.
+    pub class: &'static str,
+    /// Other names accepted for `connector.class`, e.g. Kafka Connect's.
+    pub aliases: &'static [&'static str],
+    pub kind: ConnectorType,
+    pub version: &'static str,
+    pub description: &'static str,
+}
+
+/// A source partition (e.g. `{"filename": "in.txt"}`) serialised as canonical
+/// JSON, mapped to the last committed offset for it (e.g. `{"position": 42}`).
+pub type SourceOffsets = HashMap<String, serde_json::Value>;
+
+/// A record produced by a source task, with where it came from so its
+/// offset can be committed once Kafka has it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SourceRecord {
+    /// Identifies the stream in the source system, as a JSON object.
+    pub source_partition: serde_json::Value,
+    /// The position in that stream after this record, as a JSON object.
+    pub source_offset: serde_json::Value,
+    pub topic: String,
+    pub key: Option<Vec<u8>>,
+    pub value: Option<Vec<u8>>,
+    pub headers: Vec<Header>,
+    pub timestamp: Option<i64>,
+}
+
+impl SourceRecord {
+    /// The record as the transforms see it, before it has a partition.
+    pub fn to_record(&self) -> Record {
+        Record {
+            topic: self.topic.clone(),
+            partition: -1,
+            offset: -1,
+            timestamp: self.timestamp,
+            key: self.key.clone(),
+            value: self.value.clone(),
+            headers: self.headers.clone(),
+        }
+    }
+}
+
+/// Canonical key for a source partition: compact JSON with sorted keys.
+pub fn source_partition_key(partition: &serde_json::Value) -> String {
+    fn canonical(v: &serde_json::Value) -> serde_json::Value {
+        match v {
+            serde_json::Value::Object(m) => {
+                let mut entries: Vec<_> = m.iter().collect();
+                entries.sort_by(|a, b| a.0.cmp(b.0));
+                serde_json::Value::Object(
+                    entries
+                        .into_iter()
+                        .map(|(k, v)| (k.clone(), canonical(v)))
+                        .collect(),
+                )
+            }
+            other => other.clone(),
+        }
+    }
+    canonical(partition).to_string()
+}
+
+/// Everything a task is told when it starts.
+#[derive(Debug, Clone)]
+pub struct TaskContext {
+    pub connector: String,
+    pub task_id: u32,
+}
+
+pub trait SourceConnector: Send + Sync {
+    fn info(&self) -> PluginInfo;
+
+    /// Checks the connector's own keys (the runtime's common keys are removed
+    /// first). Unknown keys are errors.
+    fn validate(&self, config: &ConfigMap) -> Result<(), ConfigError>;
+
+    /// Topics this connector writes to, if the config names them, so the
+    /// runtime can create them before the first record.
+    fn topics(&self, config: &ConfigMap) -> Vec<String>;
+
+    /// Splits the work into at most `max_tasks` task configs.
+    fn task_configs(&self, config: &ConfigMap, max_tasks: u32) -> Vec<ConfigMap> {
+        let _ = max_tasks;
+        vec![config.clone()]
+    }
+
+    fn create_task(
+        &self,
+        config: &ConfigMap,
+        context: TaskContext,
+        offsets: SourceOffsets,
+    ) -> Result<Box<dyn SourceTask>, ConnectError>;
+}
+
+#[async_trait]
+pub trait SourceTask: Send {
+    /// Returns the next batch; an empty batch means nothing is available now
+    /// (the task should wait a little inside `poll` rather than spin).
+    /// `Ok(None)` means the source is exhausted and the task is done.
+    async fn poll(&mut self) -> Result<Option<Vec<SourceRecord>>, ConnectError>;
+
+    /// Called after the offsets of everything polled so far are committed.
+    async fn commit(&mut self) -> Result<(), ConnectError> {
+        Ok(())
+    }
+
+    async fn stop(&mut self) {}
+}
+
+pub trait SinkConnector: Send + Sync {
+    fn info(&self) -> PluginInfo;
+
+    fn validate(&self, config: &ConfigMap) -> Result<(), ConfigError>;
+
+    fn task_configs(&self, config: &ConfigMap, max_tasks: u32) -> Vec<ConfigMap> {
+        (0..max_tasks.max(1)).map(|_| config.clone()).collect()
+    }
+
+    fn create_task(
+        &self,
+        config: &ConfigMap,
+        context: TaskContext,
+    ) -> Result<Box<dyn SinkTask>, ConnectError>;
+}
+
+#[async_trait]
+pub trait SinkTask: Send {
+    /// Opens connections; a failure here is retried by the runtime if
+    /// retriable.
+    async fn start(&mut self) -> Result<(), ConnectError> {
+        Ok(())
+    }
+
+    /// Writes a batch. When this returns `Ok`, the records must be durable
+    /// once [`SinkTask::flush`] returns `Ok`; only then are their offsets
+    /// committed.
+    async fn put(&mut self, records: Vec<Record>) -> Result<(), ConnectError>;
+
+    /// Makes everything put so far durable.
+    async fn flush(&mut self) -> Result<(), ConnectError> {
+        Ok(())
+    }
+
+    async fn stop(&mut self) {}
+}

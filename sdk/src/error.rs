@@ -1,0 +1,84 @@
+//! The one error type that crosses from connectors and transforms into the
+//! runtime. Its kind, not its message, decides what happens next.
+
+use std::fmt;
+
+/// What the runtime must do with a failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    /// This record is bad (malformed, rejected by a transform, violates a
+    /// constraint). Tolerated and dead-lettered, or fails the task, according
+    /// to `errors.tolerance`. Retrying does not help.
+    Data,
+    /// The outside world failed (broker or database unreachable, timeout).
+    /// Retried with backoff within the retry budget; never dead-lettered.
+    Retriable,
+    /// Nothing sensible can continue (bad credentials, fenced producer,
+    /// a bug). Fails the task.
+    Fatal,
+}
+
+impl ErrorKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::Data => "data",
+            ErrorKind::Retriable => "retriable",
+            ErrorKind::Fatal => "fatal",
+        }
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A failure in a connector or a transform, classified by [`ErrorKind`].
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct ConnectError {
+    pub kind: ErrorKind,
+    pub message: String,
+    #[source]
+    pub source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+}
+
+impl ConnectError {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    pub fn data(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Data, message)
+    }
+
+    pub fn retriable(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Retriable, message)
+    }
+
+    pub fn fatal(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Fatal, message)
+    }
+
+    pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        self.source = Some(Box::new(source));
+        self
+    }
+
+    /// The message followed by its chain of causes, for task traces.
+    pub fn full_message(&self) -> String {
+        let mut out = self.message.clone();
+        let mut cause = std::error::Error::source(self);
+        while let Some(c) = cause {
+            out.push_str(": ");
+            out.push_str(&c.to_string());
+            cause = c.source();
+        }
+        out
+    }
+}

@@ -1,0 +1,24 @@
+//! Types shared by the Sluice runtime and its connector plugins.
+//!
+//! * [`record`]: the record that flows through every task, the same shape the
+//!   WASM transforms see (`sdk/wit/transform.wit`).
+//! * [`error`]: the typed error whose [`ErrorKind`] tells the runtime what to
+//!   do: dead-letter or tolerate (`Data`), back off and retry (`Retriable`), or
+//!   fail the task (`Fatal`).
+//! * [`config`]: Kafka Connect configs are maps of strings; plugins
+//!   deserialise their part into their own typed struct with
+//!   `#[serde(deny_unknown_fields)]` through [`config::from_string_map`].
+//! * [`connector`]: the source and sink traits every connector implements.
+
+pub mod config;
+pub mod connector;
+pub mod error;
+pub mod record;
+
+pub use config::{ConfigError, ConfigMap};
+pub use connector::{
+    ConnectorType, PluginInfo, SinkConnector, SinkTask, SourceConnector, SourceOffsets,
+    SourceRecord, SourceTask, TaskContext, source_partition_key,
+};
+pub use error::{ConnectError, ErrorKind};
+pub use record::{Header, Record};

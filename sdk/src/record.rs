@@ -1,0 +1,46 @@
+//! The record every task moves, as Kafka sees it.
+
+/// One Kafka header. Values may be null; order and duplicates are kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Header {
+    pub key: String,
+    pub value: Option<Vec<u8>>,
+}
+
+/// A record at any point of the flow: polled from a source, consumed from
+/// Kafka, or returned by a transform.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Record {
+    pub topic: String,
+    /// -1 when the record has not been written to Kafka yet.
+    pub partition: i32,
+    /// -1 when the record has not been written to Kafka yet.
+    pub offset: i64,
+    /// Milliseconds since the Unix epoch.
+    pub timestamp: Option<i64>,
+    pub key: Option<Vec<u8>>,
+    pub value: Option<Vec<u8>>,
+    pub headers: Vec<Header>,
+}
+
+impl Record {
+    /// The value parsed as JSON, if it is JSON.
+    pub fn value_json(&self) -> Result<serde_json::Value, serde_json::Error> {
+        serde_json::from_slice(self.value.as_deref().unwrap_or(b"null"))
+    }
+
+    /// The key parsed as JSON, if it is JSON.
+    pub fn key_json(&self) -> Result<serde_json::Value, serde_json::Error> {
+        serde_json::from_slice(self.key.as_deref().unwrap_or(b"null"))
+    }
+
+    /// The last header with this key (Kafka's `lastHeader`).
+    pub fn last_header(&self, key: &str) -> Option<&Header> {
+        self.headers.iter().rev().find(|h| h.key == key)
+    }
+
+    /// `topic-partition@offset`, for logs and error messages.
+    pub fn coordinates(&self) -> String {
+        format!("{}-{}@{}", self.topic, self.partition, self.offset)
+    }
+}

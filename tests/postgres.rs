@@ -1,0 +1,167 @@
+//! The JDBC sink against a real PostgreSQL server (started by
+//! `scripts/test.sh`, URL in SLUICE_TEST_POSTGRES_URL).
+
+use std::time::Duration;
+
+use serde_json::json;
+use sqlx::Row;
+
+use crate::fixtures::{self, InProcess};
+
+/// The server's URL. Without one this fails, loudly, unless the run says
+/// explicitly that PostgreSQL is unavailable (SLUICE_SKIP_POSTGRES=1), in
+/// which case it prints that the check did not run.
+fn postgres_url() -> Option<String> {
+    match std::env::var("SLUICE_TEST_POSTGRES_URL") {
+        Ok(url) => Some(url),
+        Err(_) if std::env::var("SLUICE_SKIP_POSTGRES").as_deref() == Ok("1") => {
+            eprintln!(
+                "\n*** POSTGRESQL TESTS DID NOT RUN: SLUICE_SKIP_POSTGRES=1 and no SLUICE_TEST_POSTGRES_URL ***\n"
+            );
+            None
+        }
+        Err(_) => panic!(
+            "SLUICE_TEST_POSTGRES_URL is not set: run the tests through scripts/test.sh, which starts PostgreSQL, \
+             or set SLUICE_SKIP_POSTGRES=1 to skip these checks knowingly"
+        ),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn upserts_into_postgres_with_casts_quoting_and_auto_create() {
+    let Some(url) = postgres_url() else { return };
+    let pool = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(2)
+        .connect(&url)
+        .await
+        .unwrap();
+    let suffix = std::process::id();
+    // A mixed-case table whose name is a keyword-ish word, with types that
+    // need casts from JSON text and numbers.
+    let table = format!("Order_{suffix}");
+    sqlx::query(&format!(r#"DROP TABLE IF EXISTS "{table}""#))
+        .execute(&pool)
+        .await
+        .unwrap();
+    sqlx::query(&format!(
+        r#"CREATE TABLE "{table}" (order_id BIGINT PRIMARY KEY, "Customer" TEXT NOT NULL, amount NUMERIC(10,2),
+           updated_at TIMESTAMPTZ, "select" BOOLEAN)"#
+    ))
+    .execute(&pool)
+    .await
+    .unwrap();
+    let auto_table = format!("auto_{suffix}");
+    sqlx::query(&format!(r#"DROP TABLE IF EXISTS "{auto_table}""#))
+        .execute(&pool)
+        .await
+        .unwrap();
+
+    let env = InProcess::start();
+    env.broker.create_topic("pg-orders", 1).await.unwrap();
+    env.broker.create_topic("pg-auto", 1).await.unwrap();
+    let v = |id: u32, customer: &str, amount: f64, ts: &str| {
+        json!({"order_id": id, "Customer": customer, "amount": amount, "updated_at": ts, "select": id.is_multiple_of(2)})
+            .to_string()
+            .into_bytes()
+    };
+    let records = [
+        v(1, "ann", 10.25, "2026-01-01T00:00:00Z"),
+        v(2, "bob", 20.5, "2026-01-01T00:00:01Z"),
+        v(1, "ann", 11.75, "2026-01-01T00:00:02Z"),
+    ];
+    let refs: Vec<(Option<&str>, &[u8])> = records.iter().map(|r| (None, r.as_slice())).collect();
+    fixtures::produce(env.broker.bootstrap_servers(), "pg-orders", &refs).await;
+    let auto = [br#"{"id": "a", "n": 1, "x": 0.5, "ok": true, "tags": ["t"]}"#.as_slice()];
+    fixtures::produce(
+        env.broker.bootstrap_servers(),
+        "pg-auto",
+        &[(None, auto[0])],
+    )
+    .await;
+
+    env.create(json!({"name": "pg-sink", "config": {
+        "connector.class": "io.confluent.connect.jdbc.JdbcSinkConnector",
+        "topics": "pg-orders",
+        "connection.url": url.replacen("postgres://", "jdbc:postgresql://", 1),
+        "table.name.format": table,
+        "insert.mode": "upsert", "pk.mode": "record_value", "pk.fields": "order_id",
+    }}))
+    .await;
+    env.create(json!({"name": "pg-auto-sink", "config": {
+        "connector.class": "jdbc-sink", "topics": "pg-auto", "connection.url": url.clone(),
+        "table.name.format": format!("auto_{suffix}"),
+        "insert.mode": "upsert", "pk.mode": "record_value", "pk.fields": "id", "auto.create": "true",
+    }}))
+    .await;
+
+    let rows = fixtures::eventually(Duration::from_secs(60), "rows in PostgreSQL", || {
+        let pool = pool.clone();
+        let table = table.clone();
+        async move {
+            let rows = sqlx::query(&format!(
+                r#"SELECT order_id, "Customer", amount::text, to_char(updated_at AT TIME ZONE 'UTC', 'HH24:MI:SS'), "select"
+                   FROM "{table}" ORDER BY order_id"#
+            ))
+            .fetch_all(&pool)
+            .await
+            .ok()?;
+            let rows: Vec<(i64, String, String, String, bool)> =
+                rows.iter().map(|r| (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4))).collect();
+            (rows.len() == 2 && rows[0].2 == "11.75").then_some(rows)
+        }
+    })
+    .await;
+    assert_eq!(
+        rows,
+        vec![
+            (
+                1,
+                "ann".to_string(),
+                "11.75".to_string(),
+                "00:00:02".to_string(),
+                false
+            ),
+            (
+                2,
+                "bob".to_string(),
+                "20.50".to_string(),
+                "00:00:01".to_string(),
+                true
+            ),
+        ]
+    );
+
+    let auto_row = fixtures::eventually(
+        Duration::from_secs(60),
+        "the auto-created table's row",
+        || {
+            let pool = pool.clone();
+            let auto_table = auto_table.clone();
+            async move {
+                let r = sqlx::query(&format!(r#"SELECT id, n, x, ok, tags FROM "{auto_table}""#))
+                    .fetch_one(&pool)
+                    .await
+                    .ok()?;
+                Some((
+                    r.get::<String, _>(0),
+                    r.get::<i64, _>(1),
+                    r.get::<f64, _>(2),
+                    r.get::<bool, _>(3),
+                    r.get::<String, _>(4),
+                ))
+            }
+        },
+    )
+    .await;
+    assert_eq!(
+        auto_row,
+        ("a".to_string(), 1, 0.5, true, r#"["t"]"#.to_string())
+    );
+    env.worker.shutdown().await;
+    for t in [&table, &auto_table] {
+        sqlx::query(&format!(r#"DROP TABLE IF EXISTS "{t}""#))
+            .execute(&pool)
+            .await
+            .unwrap();
+    }
+}

@@ -1,0 +1,12 @@
+//! Sluice's integration tests: one binary, shared fixtures.
+//!
+//! They run against real parts: librdkafka's mock cluster speaking the Kafka
+//! protocol on loopback (hosted in this process, or by a `sluice` child
+//! process), SQLite files, and WASM components built from source here.
+
+mod fixtures;
+
+mod config_errors;
+mod postgres;
+mod quickstart;
+mod sink_failures;

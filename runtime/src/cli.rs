@@ -124,6 +124,9 @@ async fn standalone(worker_file: PathBuf, connector_files: Vec<PathBuf>) -> Exit
             EMBEDDED_PARTITION_LIMIT_BYTES / (1024 * 1024)
         );
     }
+    for (key, why) in &worker_config.inert_keys {
+        tracing::warn!(file = %worker_file.display(), key, "{key} has no effect: {why}");
+    }
     let offsets = match OffsetStore::open(worker_config.offset_storage_file.clone()) {
         Ok(o) => o,
         Err(e) => {
@@ -140,7 +143,12 @@ async fn standalone(worker_file: PathBuf, connector_files: Vec<PathBuf>) -> Exit
         id: worker_id,
         clients: KafkaClients::new(&worker_config, bootstrap.clone(), embedded.clone()),
         offsets,
-        default_partitions: worker_config.embedded_topic_partitions,
+        // On a real cluster, -1 lets the broker choose (`num.partitions`).
+        default_partitions: if embedded.is_some() {
+            worker_config.embedded_topic_partitions
+        } else {
+            -1
+        },
         shutdown_timeout: Duration::from_millis(worker_config.task_shutdown_graceful_timeout_ms),
         metrics: Metrics::new(),
     }) {

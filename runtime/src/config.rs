@@ -82,8 +82,10 @@ struct WorkerKeys {
     plugin_path: Vec<PathBuf>,
     #[serde(rename = "offset.storage.file.filename", default)]
     offset_storage_file: Option<PathBuf>,
+    /// Accepted for Kafka Connect compatibility; Sluice commits offsets
+    /// after every batch, more often than any interval.
     #[serde(rename = "offset.flush.interval.ms", default)]
-    _offset_flush_interval_ms: Option<u64>,
+    offset_flush_interval_ms: Option<u64>,
     #[serde(
         rename = "task.shutdown.graceful.timeout.ms",
         default = "default_shutdown_ms"
@@ -127,6 +129,9 @@ pub struct WorkerConfig {
     pub task_shutdown_graceful_timeout_ms: u64,
     pub worker_id: Option<String>,
     pub embedded_topic_partitions: i32,
+    /// Keys accepted for compatibility that change nothing, with why: the
+    /// worker logs them at start so nothing is ignored silently.
+    pub inert_keys: Vec<(&'static str, &'static str)>,
     /// librdkafka settings for every client (security).
     pub client_common: ConfigMap,
     pub producer_overrides: ConfigMap,
@@ -185,7 +190,21 @@ impl WorkerConfig {
                 "is empty; remove it to use the embedded broker, or name the cluster's brokers",
             ));
         }
+        let mut inert_keys = Vec::new();
+        if keys.offset_flush_interval_ms.is_some() {
+            inert_keys.push((
+                "offset.flush.interval.ms",
+                "Sluice commits offsets after every batch, which is at least as often",
+            ));
+        }
+        if !keys.plugin_path.is_empty() {
+            inert_keys.push((
+                "plugin.path",
+                "native connector plugins are not supported yet; the directories are not scanned",
+            ));
+        }
         Ok(WorkerConfig {
+            inert_keys,
             bootstrap_servers: keys.bootstrap_servers,
             group_id: keys.group_id,
             listeners: keys.listeners,

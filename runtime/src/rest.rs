@@ -228,16 +228,21 @@ async fn get_offsets(
     Path(name): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let (_, kind, _) = worker.spec(&name).await.ok_or_else(|| unknown(&name))?;
-    let offsets: Vec<Value> = match kind {
-        sluice_sdk::ConnectorType::Source => worker
-            .source_offsets(&name)
-            .into_iter()
-            .map(|(p, o)| json!({"partition": p, "offset": o}))
-            .collect(),
-        // Sink offsets live in the consumer group; served with the full
-        // offsets API.
-        sluice_sdk::ConnectorType::Sink => Vec::new(),
-    };
+    if kind == sluice_sdk::ConnectorType::Sink {
+        // Sink offsets live in the consumer group; an empty list would
+        // mislead, so say where they are instead.
+        return Err(ApiError {
+            status: StatusCode::NOT_IMPLEMENTED,
+            message: format!(
+                "offsets of sink connectors are not served yet; they are the committed offsets of consumer group connect-{name}"
+            ),
+        });
+    }
+    let offsets: Vec<Value> = worker
+        .source_offsets(&name)
+        .into_iter()
+        .map(|(p, o)| json!({"partition": p, "offset": o}))
+        .collect();
     Ok(Json(json!({"offsets": offsets})))
 }
 

@@ -21,12 +21,18 @@ trap 'kill $pid 2>/dev/null || true' EXIT
 
 set +e
 expected=$(python3 -c 'import json; print(json.load(open("examples/quickstart/datagen.json"))["config"]["count"])')
-python3 - "$expected" <<'PY'
-import sqlite3, sys, time
-expected = int(sys.argv[1])
+python3 - "$expected" "$pid" <<'PY'
+import os, sqlite3, sys, time
+expected, pid = int(sys.argv[1]), int(sys.argv[2])
 deadline = time.time() + 120
 count = 0
-while time.time() < deadline:
+def alive():
+    try:
+        os.kill(pid, 0)
+        return True
+    except OSError:
+        return False
+while time.time() < deadline and alive():
     try:
         count = sqlite3.connect("quickstart.db").execute("SELECT count(*) FROM orders").fetchone()[0]
     except sqlite3.Error:
@@ -36,6 +42,10 @@ while time.time() < deadline:
         break
     time.sleep(0.5)
 print(file=sys.stderr)
+if count < expected:
+    print("sluice did not deliver every row; its log (quickstart.log) ends with:", file=sys.stderr)
+    print("".join(open("quickstart.log").readlines()[-20:]), file=sys.stderr)
+    sys.exit(1)
 db = sqlite3.connect("quickstart.db")
 cols = [r[1] for r in db.execute("PRAGMA table_info(orders)")]
 print(" | ".join(cols))
@@ -45,12 +55,14 @@ sys.exit(0 if count >= expected else 1)
 PY
 status=$?
 set -e
-curl -s localhost:8083/connectors?expand=status | python3 -m json.tool >&2 || true
+if ((status == 0)); then
+  curl -s 'localhost:8083/connectors?expand=status' | python3 -m json.tool >&2 || true
+fi
 if [[ "${KEEP_RUNNING:-0}" == 1 ]]; then
   trap - EXIT
   echo "sluice is running (pid $pid); logs in quickstart.log; stop it with: kill $pid" >&2
 else
-  kill -TERM $pid
+  kill -TERM $pid 2>/dev/null || true
   wait $pid || true
   echo "==> stopped; the rows stay in quickstart.db (log: quickstart.log)" >&2
 fi

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds the reference transform as a WebAssembly component:
-#   target/wasm32-wasip2/release/sluice_example_transform.wasm
+# Builds the reference transform as a WebAssembly component at
+#   examples/transforms/rust/target/wasm32-wasip2/release/sluice_example_transform.wasm
+# (always there, whatever CARGO_TARGET_DIR says, so configs can name it).
 set -euo pipefail
 cd "$(dirname "$0")"
-cargo build --release --target wasm32-wasip2 "$@"
-echo "$(pwd)/target/wasm32-wasip2/release/sluice_example_transform.wasm"
+CARGO_TARGET_DIR="$PWD/target" cargo build --release --target wasm32-wasip2 "$@"
+echo "$PWD/target/wasm32-wasip2/release/sluice_example_transform.wasm"

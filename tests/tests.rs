@@ -10,3 +10,4 @@ mod config_errors;
 mod postgres;
 mod quickstart;
 mod sink_failures;
+mod transforms;

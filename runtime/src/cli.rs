@@ -141,6 +141,7 @@ async fn standalone(worker_file: PathBuf, connector_files: Vec<PathBuf>) -> Exit
         .unwrap_or_else(|| listen.clone());
     let worker = match Worker::new(WorkerOptions {
         id: worker_id,
+        wasm_cache_dir: worker_config.wasm_cache_dir.clone(),
         clients: KafkaClients::new(&worker_config, bootstrap.clone(), embedded.clone()),
         offsets,
         // On a real cluster, -1 lets the broker choose (`num.partitions`).

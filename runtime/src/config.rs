@@ -93,6 +93,10 @@ struct WorkerKeys {
     task_shutdown_graceful_timeout_ms: u64,
     #[serde(rename = "worker.id", default)]
     worker_id: Option<String>,
+    /// Where compiled WASM components are cached between starts; empty to
+    /// disable. Default: `$XDG_CACHE_HOME/sluice/wasm` or `~/.cache/sluice/wasm`.
+    #[serde(rename = "wasm.cache.dir", default)]
+    wasm_cache_dir: Option<String>,
     /// Partitions of topics created on the embedded broker when a connector
     /// does not say.
     #[serde(rename = "embedded.topic.partitions", default = "default_partitions")]
@@ -129,6 +133,7 @@ pub struct WorkerConfig {
     pub task_shutdown_graceful_timeout_ms: u64,
     pub worker_id: Option<String>,
     pub embedded_topic_partitions: i32,
+    pub wasm_cache_dir: Option<PathBuf>,
     /// Keys accepted for compatibility that change nothing, with why: the
     /// worker logs them at start so nothing is ignored silently.
     pub inert_keys: Vec<(&'static str, &'static str)>,
@@ -203,7 +208,13 @@ impl WorkerConfig {
                 "native connector plugins are not supported yet; the directories are not scanned",
             ));
         }
+        let wasm_cache_dir = match keys.wasm_cache_dir.as_deref() {
+            Some("") => None,
+            Some(dir) => Some(PathBuf::from(dir)),
+            None => default_cache_dir(),
+        };
         Ok(WorkerConfig {
+            wasm_cache_dir,
             inert_keys,
             bootstrap_servers: keys.bootstrap_servers,
             group_id: keys.group_id,
@@ -224,6 +235,14 @@ impl WorkerConfig {
     pub fn listen_addr(&self) -> String {
         parse_listener(&self.listeners[0]).expect("validated")
     }
+}
+
+fn default_cache_dir() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").filter(|v| !v.is_empty()).map(|h| PathBuf::from(h).join(".cache")))?;
+    Some(base.join("sluice").join("wasm"))
 }
 
 /// `http://host:port` to `host:port`.
@@ -329,6 +348,8 @@ struct CommonKeys {
     topics_regex: Option<String>,
     #[serde(default)]
     transforms: Vec<String>,
+    #[serde(default)]
+    predicates: Vec<String>,
     #[serde(rename = "key.converter", default)]
     key_converter: Option<String>,
     #[serde(rename = "value.converter", default)]
@@ -371,13 +392,151 @@ const PASS_THROUGH_CONVERTERS: [&str; 6] = [
 ];
 
 /// One transform of the chain: `transforms.<alias>.*`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct TransformSpec {
     pub alias: String,
     /// Path of the WASM component.
     pub module: PathBuf,
     /// Every other `transforms.<alias>.*` key, prefix removed: for `configure`.
     pub config: ConfigMap,
+    pub limits: TransformLimits,
+    /// Apply only to records matching this predicate (or not matching it,
+    /// with `negate`).
+    pub predicate: Option<PredicateSpec>,
+    pub negate: bool,
+}
+
+impl PartialEq for TransformSpec {
+    fn eq(&self, other: &Self) -> bool {
+        self.alias == other.alias
+            && self.module == other.module
+            && self.config == other.config
+            && self.limits == other.limits
+            && self.negate == other.negate
+            && self.predicate.as_ref().map(|p| &p.source) == other.predicate.as_ref().map(|p| &p.source)
+    }
+}
+
+/// The sandbox's limits for one transform (`transforms.<alias>.limits.*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TransformLimits {
+    /// Longest a call may run (`limits.timeout.ms`, default 5000).
+    pub timeout_ms: u64,
+    /// Most linear memory an instance may have (`limits.memory.bytes`,
+    /// default 256 MiB).
+    pub memory_bytes: usize,
+    /// Largest component file accepted (`limits.module.bytes`, default 64 MiB).
+    pub module_bytes: u64,
+}
+
+impl Default for TransformLimits {
+    fn default() -> Self {
+        Self {
+            timeout_ms: 5_000,
+            memory_bytes: 256 * 1024 * 1024,
+            module_bytes: 64 * 1024 * 1024,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LimitKeys {
+    #[serde(rename = "timeout.ms", default)]
+    timeout_ms: Option<u64>,
+    #[serde(rename = "memory.bytes", default)]
+    memory_bytes: Option<usize>,
+    #[serde(rename = "module.bytes", default)]
+    module_bytes: Option<u64>,
+}
+
+/// A predicate, Kafka Connect's `predicates.<alias>.*`.
+#[derive(Debug, Clone)]
+pub struct PredicateSpec {
+    pub alias: String,
+    pub kind: PredicateKind,
+    /// The keys it was built from, to compare configs.
+    source: ConfigMap,
+}
+
+#[derive(Debug, Clone)]
+pub enum PredicateKind {
+    /// The topic matches the whole `pattern` (Java's `Matcher.matches`).
+    TopicNameMatches(regex::Regex),
+    /// Some header has the key `name`.
+    HasHeaderKey(String),
+    /// The value is null.
+    RecordIsTombstone,
+}
+
+impl PredicateKind {
+    pub fn test(&self, record: &sluice_sdk::Record) -> bool {
+        match self {
+            PredicateKind::TopicNameMatches(re) => re.is_match(&record.topic),
+            PredicateKind::HasHeaderKey(name) => record.has_header(name),
+            PredicateKind::RecordIsTombstone => record.value.is_none(),
+        }
+    }
+}
+
+fn parse_predicates(aliases: &[String], keys: &ConfigMap) -> Result<Vec<PredicateSpec>, ConfigError> {
+    let mut specs: Vec<PredicateSpec> = Vec::new();
+    for alias in aliases {
+        if specs.iter().any(|s| &s.alias == alias) {
+            return Err(ConfigError::new("predicates", format!("`{alias}` is listed twice")));
+        }
+        let prefix = format!("{alias}.");
+        let mut config: ConfigMap = keys
+            .iter()
+            .filter_map(|(k, v)| k.strip_prefix(&prefix).map(|r| (r.to_string(), v.clone())))
+            .collect();
+        let source = config.clone();
+        let key = |k: &str| format!("predicates.{alias}.{k}");
+        let ty = config
+            .remove("type")
+            .ok_or_else(|| ConfigError::new(key("type"), "is required but missing (TopicNameMatches, HasHeaderKey or RecordIsTombstone)"))?;
+        let short = ty.strip_prefix("org.apache.kafka.connect.transforms.predicates.").unwrap_or(&ty);
+        let kind = match short {
+            "TopicNameMatches" => {
+                let pattern = config
+                    .remove("pattern")
+                    .ok_or_else(|| ConfigError::new(key("pattern"), "is required for TopicNameMatches (a regular expression)"))?;
+                let re = regex::Regex::new(&format!("^(?:{pattern})$"))
+                    .map_err(|e| ConfigError::new(key("pattern"), format!("is not a valid regular expression: {e}")))?;
+                PredicateKind::TopicNameMatches(re)
+            }
+            "HasHeaderKey" => PredicateKind::HasHeaderKey(
+                config
+                    .remove("name")
+                    .ok_or_else(|| ConfigError::new(key("name"), "is required for HasHeaderKey (the header key)"))?,
+            ),
+            "RecordIsTombstone" => PredicateKind::RecordIsTombstone,
+            other => {
+                return Err(ConfigError::new(
+                    key("type"),
+                    format!("`{other}` is not a known predicate; expected TopicNameMatches, HasHeaderKey or RecordIsTombstone"),
+                ));
+            }
+        };
+        if let Some(extra) = config.keys().next() {
+            return Err(ConfigError::new(key(extra), format!("is not a key of {short}")));
+        }
+        specs.push(PredicateSpec {
+            alias: alias.clone(),
+            kind,
+            source,
+        });
+    }
+    for k in keys.keys() {
+        let alias = k.split('.').next().unwrap_or_default();
+        if !aliases.iter().any(|a| a == alias) {
+            return Err(ConfigError::new(
+                format!("predicates.{k}"),
+                format!("belongs to predicate `{alias}`, which is not listed in `predicates`"),
+            ));
+        }
+    }
+    Ok(specs)
 }
 
 /// The runtime's part of a connector config, validated; the rest is the
@@ -401,14 +560,12 @@ impl CommonConfig {
         let mut common = ConfigMap::new();
         let mut plugin = ConfigMap::new();
         let mut transform_keys = ConfigMap::new();
+        let mut predicate_keys = ConfigMap::new();
         for (k, v) in config {
             if let Some(rest) = k.strip_prefix("transforms.") {
                 transform_keys.insert(rest.to_string(), v.clone());
-            } else if k.starts_with("predicates") {
-                return Err(ConfigError::new(
-                    k.as_str(),
-                    "predicates are not supported yet",
-                ));
+            } else if let Some(rest) = k.strip_prefix("predicates.") {
+                predicate_keys.insert(rest.to_string(), v.clone());
             } else if k.starts_with("errors.") {
                 return Err(ConfigError::new(
                     k.as_str(),
@@ -462,7 +619,8 @@ impl CommonConfig {
         if keys.batch_max_records == 0 {
             return Err(ConfigError::new("batch.max.records", "must be at least 1"));
         }
-        let transforms = parse_transforms(&keys.transforms, &transform_keys)?;
+        let predicates = parse_predicates(&keys.predicates, &predicate_keys)?;
+        let transforms = parse_transforms(&keys.transforms, &transform_keys, &predicates)?;
         Ok((
             CommonConfig {
                 name: keys.name,
@@ -489,6 +647,7 @@ fn is_common_key(k: &str) -> bool {
             | "topics"
             | "topics.regex"
             | "transforms"
+            | "predicates"
             | "key.converter"
             | "value.converter"
             | "key.converter.schemas.enable"
@@ -503,14 +662,12 @@ fn is_common_key(k: &str) -> bool {
 fn parse_transforms(
     aliases: &[String],
     keys: &ConfigMap,
+    predicates: &[PredicateSpec],
 ) -> Result<Vec<TransformSpec>, ConfigError> {
-    let mut specs = Vec::with_capacity(aliases.len());
+    let mut specs: Vec<TransformSpec> = Vec::with_capacity(aliases.len());
     for alias in aliases {
-        if specs.iter().any(|s: &TransformSpec| &s.alias == alias) {
-            return Err(ConfigError::new(
-                "transforms",
-                format!("`{alias}` is listed twice"),
-            ));
+        if specs.iter().any(|s| &s.alias == alias) {
+            return Err(ConfigError::new("transforms", format!("`{alias}` is listed twice")));
         }
         let prefix = format!("{alias}.");
         let mut config: ConfigMap = keys
@@ -523,36 +680,51 @@ fn parse_transforms(
             Some(other) => {
                 return Err(ConfigError::new(
                     key("type"),
-                    format!(
-                        "`{other}` is not supported; Sluice transforms are WASM components: set it to `wasm` and name the component in `module`"
-                    ),
+                    format!("`{other}` is not supported; Sluice transforms are WASM components: set it to `wasm` and name the component in `module`"),
                 ));
             }
-            None => {
-                return Err(ConfigError::new(
-                    key("type"),
-                    "is required but missing (expected `wasm`)",
-                ));
-            }
+            None => return Err(ConfigError::new(key("type"), "is required but missing (expected `wasm`)")),
         }
-        let module = config.remove("module").ok_or_else(|| {
-            ConfigError::new(
-                key("module"),
-                "is required but missing (the path of a .wasm component)",
-            )
-        })?;
-        for reserved in ["predicate", "negate"] {
-            if config.contains_key(reserved) {
-                return Err(ConfigError::new(
-                    key(reserved),
-                    "predicates are not supported yet",
-                ));
-            }
+        let module = config
+            .remove("module")
+            .ok_or_else(|| ConfigError::new(key("module"), "is required but missing (the path of a .wasm component)"))?;
+        let limit_keys = sluice_sdk::config::subset(&config, "limits.");
+        config.retain(|k, _| !k.starts_with("limits."));
+        let parsed: LimitKeys = from_string_map(&limit_keys).map_err(|e| e.in_namespace(&key("limits.")))?;
+        let defaults = TransformLimits::default();
+        let limits = TransformLimits {
+            timeout_ms: parsed.timeout_ms.unwrap_or(defaults.timeout_ms),
+            memory_bytes: parsed.memory_bytes.unwrap_or(defaults.memory_bytes),
+            module_bytes: parsed.module_bytes.unwrap_or(defaults.module_bytes),
+        };
+        if limits.timeout_ms == 0 {
+            return Err(ConfigError::new(key("limits.timeout.ms"), "must be at least 1"));
+        }
+        if limits.memory_bytes < 64 * 1024 {
+            return Err(ConfigError::new(key("limits.memory.bytes"), "must be at least 65536 (one WASM page)"));
+        }
+        let predicate = match config.remove("predicate") {
+            Some(name) => Some(predicates.iter().find(|p| p.alias == name).cloned().ok_or_else(|| {
+                ConfigError::new(key("predicate"), format!("names `{name}`, which is not listed in `predicates`"))
+            })?),
+            None => None,
+        };
+        let negate = match config.remove("negate").as_deref() {
+            None => false,
+            Some(v) if v.eq_ignore_ascii_case("true") => true,
+            Some(v) if v.eq_ignore_ascii_case("false") => false,
+            Some(v) => return Err(ConfigError::new(key("negate"), format!("expected `true` or `false`, got `{v}`"))),
+        };
+        if negate && predicate.is_none() {
+            return Err(ConfigError::new(key("negate"), "needs a `predicate` to negate"));
         }
         specs.push(TransformSpec {
             alias: alias.clone(),
             module: PathBuf::from(module),
             config,
+            limits,
+            predicate,
+            negate,
         });
     }
     for k in keys.keys() {
@@ -645,6 +817,35 @@ mod tests {
         );
         let err = CommonConfig::split(&bad).unwrap_err();
         assert_eq!(err.key.as_deref(), Some("transforms.t.type"));
+        let mut with_predicate = spec.config.clone();
+        for (k, v) in [
+            ("predicates", "onlyOrders"),
+            ("predicates.onlyOrders.type", "org.apache.kafka.connect.transforms.predicates.TopicNameMatches"),
+            ("predicates.onlyOrders.pattern", "orders-.*"),
+            ("transforms.t.predicate", "onlyOrders"),
+            ("transforms.t.negate", "true"),
+            ("transforms.t.limits.timeout.ms", "250"),
+        ] {
+            with_predicate.insert(k.into(), v.into());
+        }
+        let (common, _) = CommonConfig::split(&with_predicate).unwrap();
+        let t = &common.transforms[0];
+        assert!(t.negate);
+        assert_eq!(t.limits.timeout_ms, 250);
+        assert!(!t.config.contains_key("limits.timeout.ms"), "limits are not passed to configure");
+        let p = &t.predicate.as_ref().unwrap().kind;
+        let rec = |topic: &str| sluice_sdk::Record { topic: topic.into(), ..Default::default() };
+        assert!(p.test(&rec("orders-eu")) && !p.test(&rec("x-orders-eu")), "whole-topic match");
+        let mut bad = with_predicate.clone();
+        bad.insert("transforms.t.predicate".into(), "nope".into());
+        assert_eq!(CommonConfig::split(&bad).unwrap_err().key.as_deref(), Some("transforms.t.predicate"));
+        let mut bad = with_predicate.clone();
+        bad.insert("predicates.onlyOrders.pattern".into(), "(".into());
+        assert_eq!(CommonConfig::split(&bad).unwrap_err().key.as_deref(), Some("predicates.onlyOrders.pattern"));
+        let mut bad = with_predicate.clone();
+        bad.insert("transforms.t.limits.cpu".into(), "1".into());
+        assert_eq!(CommonConfig::split(&bad).unwrap_err().key.as_deref(), Some("transforms.t.limits.cpu"));
+
         let mut bad = spec.config.clone();
         bad.insert("tasks.max".into(), "lots".into());
         let err = CommonConfig::split(&bad).unwrap_err();

@@ -15,6 +15,33 @@ pub struct Metrics {
     pub commit_failures: IntCounterVec,
     /// 1 for the task's current state, 0 for the others.
     pub task_state: IntGaugeVec,
+    transform_calls: IntCounterVec,
+    transform_records: IntCounterVec,
+    transform_errors: IntCounterVec,
+    transform_call_seconds: HistogramVec,
+    wasm_restarts: IntCounterVec,
+    pub wasm_compilations: IntCounterVec,
+}
+
+/// One transform's series, resolved once per task.
+#[derive(Clone)]
+pub struct TransformMetrics {
+    pub calls: prometheus::IntCounter,
+    pub records_in: prometheus::IntCounter,
+    pub records_out: prometheus::IntCounter,
+    errors: [prometheus::IntCounter; 3],
+    pub batch_seconds: prometheus::Histogram,
+    pub restarts: prometheus::IntCounter,
+}
+
+impl TransformMetrics {
+    pub fn error(&self, kind: sluice_sdk::ErrorKind) -> &prometheus::IntCounter {
+        match kind {
+            sluice_sdk::ErrorKind::Data => &self.errors[0],
+            sluice_sdk::ErrorKind::Retriable => &self.errors[1],
+            sluice_sdk::ErrorKind::Fatal => &self.errors[2],
+        }
+    }
 }
 
 impl Metrics {
@@ -66,6 +93,47 @@ impl Metrics {
             &["connector", "task", "state"],
         )
         .expect("valid metric");
+        let transform_calls = IntCounterVec::new(
+            Opts::new("sluice_transform_calls_total", "Batch calls into each WASM transform"),
+            &["connector", "task", "transform"],
+        )
+        .expect("valid metric");
+        let transform_records = IntCounterVec::new(
+            Opts::new("sluice_transform_records_total", "Records into (in) and out of (out) each WASM transform"),
+            &["connector", "task", "transform", "direction"],
+        )
+        .expect("valid metric");
+        let transform_errors = IntCounterVec::new(
+            Opts::new("sluice_transform_errors_total", "Records each WASM transform failed, by error class"),
+            &["connector", "task", "transform", "class"],
+        )
+        .expect("valid metric");
+        let transform_call_seconds = HistogramVec::new(
+            HistogramOpts::new("sluice_transform_call_seconds", "Time per batch call into each WASM transform")
+                .buckets(vec![0.00005, 0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0]),
+            &["connector", "task", "transform"],
+        )
+        .expect("valid metric");
+        let wasm_restarts = IntCounterVec::new(
+            Opts::new("sluice_wasm_instance_restarts_total", "WASM instances discarded after a trap, timeout or memory blow-up"),
+            &["connector", "task", "transform"],
+        )
+        .expect("valid metric");
+        let wasm_compilations = IntCounterVec::new(
+            Opts::new("sluice_wasm_compilations_total", "WASM components compiled, or loaded compiled from the disk cache"),
+            &["outcome"],
+        )
+        .expect("valid metric");
+        for c in [
+            Box::new(transform_calls.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(transform_records.clone()),
+            Box::new(transform_errors.clone()),
+            Box::new(transform_call_seconds.clone()),
+            Box::new(wasm_restarts.clone()),
+            Box::new(wasm_compilations.clone()),
+        ] {
+            registry.register(c).expect("metric registered once");
+        }
         for c in [
             Box::new(records.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(batch_seconds.clone()),
@@ -84,6 +152,25 @@ impl Metrics {
             data_loss,
             commit_failures,
             task_state,
+            transform_calls,
+            transform_records,
+            transform_errors,
+            transform_call_seconds,
+            wasm_restarts,
+            wasm_compilations,
+        }
+    }
+
+    pub fn transform(&self, connector: &str, task: u32, transform: &str) -> TransformMetrics {
+        let task = task.to_string();
+        let l = [connector, task.as_str(), transform];
+        TransformMetrics {
+            calls: self.transform_calls.with_label_values(&l),
+            records_in: self.transform_records.with_label_values(&[l[0], l[1], l[2], "in"]),
+            records_out: self.transform_records.with_label_values(&[l[0], l[1], l[2], "out"]),
+            errors: ["data", "retriable", "fatal"].map(|c| self.transform_errors.with_label_values(&[l[0], l[1], l[2], c])),
+            batch_seconds: self.transform_call_seconds.with_label_values(&l),
+            restarts: self.wasm_restarts.with_label_values(&l),
         }
     }
 

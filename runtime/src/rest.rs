@@ -2,16 +2,18 @@
 
 use std::sync::Arc;
 
+use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, put};
 use axum::{Json, Router};
 use serde_json::{Value, json};
 use sluice_sdk::ConfigMap;
 
+use crate::config::ConnectorSpec;
 use crate::task::TaskStatus;
-use crate::worker::{ConnectorStatus, Worker};
+use crate::worker::{ConnectorStatus, Updated, Worker, WorkerError};
 
 pub fn router(worker: Arc<Worker>) -> Router {
     Router::new()
@@ -20,7 +22,7 @@ pub fn router(worker: Arc<Worker>) -> Router {
         .route("/metrics", get(metrics))
         .route("/connectors", get(list_connectors))
         .route("/connectors/{name}", get(get_connector))
-        .route("/connectors/{name}/config", get(get_config))
+        .route("/connectors/{name}/config", get(get_config).merge(put(put_config)))
         .route("/connectors/{name}/status", get(get_status))
         .route("/connectors/{name}/tasks", get(get_tasks))
         .route(
@@ -40,6 +42,13 @@ pub struct ApiError {
 }
 
 impl ApiError {
+    fn bad_request(message: impl Into<String>) -> Self {
+        Self {
+            status: StatusCode::BAD_REQUEST,
+            message: message.into(),
+        }
+    }
+
     fn not_found(message: impl Into<String>) -> Self {
         Self {
             status: StatusCode::NOT_FOUND,
@@ -163,6 +172,33 @@ async fn get_config(
 ) -> Result<Json<ConfigMap>, ApiError> {
     let (spec, _, _) = worker.spec(&name).await.ok_or_else(|| unknown(&name))?;
     Ok(Json(redact(&spec.config)))
+}
+
+/// Creates (201) or updates (200) a connector. An invalid config changes
+/// nothing and is a 400 naming the key; a transforms-only change is swapped
+/// into the running tasks at their next batch boundary.
+async fn put_config(
+    State(worker): State<Arc<Worker>>,
+    Path(name): Path<String>,
+    body: Result<Json<Value>, JsonRejection>,
+) -> Result<Response, ApiError> {
+    let Json(config) = body.map_err(|e| ApiError::bad_request(format!("request body: {}", e.body_text())))?;
+    let spec = ConnectorSpec::from_json(&json!({"name": name, "config": config}))
+        .map_err(|e| ApiError::bad_request(format!("Connector configuration is invalid: {e}")))?;
+    let outcome = worker.put(&spec).await.map_err(|e| match e {
+        WorkerError::Invalid { error, .. } => ApiError::bad_request(format!("Connector configuration is invalid: {error}")),
+        WorkerError::AlreadyExists(n) => ApiError {
+            status: StatusCode::CONFLICT,
+            message: format!("Connector {n} already exists"),
+        },
+        WorkerError::Start { .. } => ApiError {
+            status: StatusCode::INTERNAL_SERVER_ERROR,
+            message: e.to_string(),
+        },
+    })?;
+    let info = info_json(&worker, &name).await.ok_or_else(|| unknown(&name))?;
+    let status = if outcome == Updated::Created { StatusCode::CREATED } else { StatusCode::OK };
+    Ok((status, Json(info)).into_response())
 }
 
 fn task_json(worker: &Worker, id: u32, s: &TaskStatus) -> Value {

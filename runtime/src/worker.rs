@@ -53,6 +53,20 @@ struct ConnectorRuntime {
     spec: ConnectorSpec,
     kind: ConnectorType,
     tasks: Vec<TaskRuntime>,
+    /// The transform chain the tasks run; a new value is swapped in by each
+    /// task at its next batch boundary.
+    chain: tokio::sync::watch::Sender<CompiledChain>,
+}
+
+/// What a config update did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Updated {
+    Created,
+    /// Only transforms or predicates changed: swapped in without a restart.
+    TransformsSwapped,
+    /// Other keys changed: the tasks were stopped cleanly and started again.
+    Restarted,
+    Unchanged,
 }
 
 /// What `GET /connectors/{name}/status` shows.
@@ -78,6 +92,7 @@ pub struct Worker {
 
 pub struct WorkerOptions {
     pub id: String,
+    pub wasm_cache_dir: Option<std::path::PathBuf>,
     pub clients: KafkaClients,
     pub offsets: OffsetStore,
     pub default_partitions: i32,
@@ -91,7 +106,7 @@ impl Worker {
             id: options.id,
             registry: Registry::builtin(),
             clients: options.clients,
-            wasm: WasmHost::new()?,
+            wasm: WasmHost::new(options.wasm_cache_dir, options.metrics.wasm_compilations.clone())?,
             metrics: options.metrics,
             offsets: Arc::new(options.offsets),
             default_partitions: options.default_partitions,
@@ -110,6 +125,10 @@ impl Worker {
 
     pub fn clients(&self) -> &KafkaClients {
         &self.clients
+    }
+
+    pub fn wasm(&self) -> &WasmHost {
+        &self.wasm
     }
 
     /// Every check short of running: common keys, the plugin's own keys,
@@ -205,10 +224,11 @@ impl Worker {
             Plugin::Source(p) => p.task_configs(&v.plugin_config, v.common.tasks_max),
             Plugin::Sink(p) => p.task_configs(&v.plugin_config, v.common.tasks_max),
         };
+        let (chain, _) = tokio::sync::watch::channel(v.chain.clone());
         let mut tasks = Vec::with_capacity(task_configs.len());
         for (id, config) in task_configs.into_iter().enumerate() {
             let id = id as u32;
-            tasks.push(self.spawn_task(&v, id, config));
+            tasks.push(self.spawn_task(&v, id, config, chain.subscribe()));
         }
         tracing::info!(connector = %name, class = %v.common.connector_class, tasks = tasks.len(), "connector started");
         connectors.insert(
@@ -217,12 +237,75 @@ impl Worker {
                 spec: v.spec.clone(),
                 kind: v.plugin.kind(),
                 tasks,
+                chain,
             },
         );
         Ok(())
     }
 
-    fn spawn_task(&self, v: &ValidatedConnector, id: u32, config: ConfigMap) -> TaskRuntime {
+    /// Creates or updates a connector (`PUT /connectors/{name}/config`).
+    /// The new config is validated whole first: if it is invalid (a module
+    /// that does not load, a bad key), nothing changes and the error says
+    /// why. A change to transforms or predicates only is swapped in at the
+    /// tasks' next batch boundary, without a restart; any other change stops
+    /// the tasks cleanly (their in-flight batches commit) and starts new ones.
+    pub async fn put(&self, spec: &ConnectorSpec) -> Result<Updated, WorkerError> {
+        let current = self.connectors.read().await.get(&spec.name).map(|c| c.spec.clone());
+        let Some(current) = current else {
+            self.create(spec).await?;
+            return Ok(Updated::Created);
+        };
+        if current.config == spec.config {
+            return Ok(Updated::Unchanged);
+        }
+        let validated = self.validate(spec).await.map_err(|error| WorkerError::Invalid {
+            name: spec.name.clone(),
+            error,
+        })?;
+        let is_chain_key = |k: &String| k.starts_with("transforms") || k.starts_with("predicates");
+        let outside = |c: &ConfigMap| -> ConfigMap {
+            c.iter().filter(|(k, _)| !is_chain_key(k)).map(|(k, v)| (k.clone(), v.clone())).collect()
+        };
+        if outside(&current.config) == outside(&spec.config) {
+            let mut connectors = self.connectors.write().await;
+            let c = connectors
+                .get_mut(&spec.name)
+                .ok_or_else(|| WorkerError::Start { name: spec.name.clone(), message: "deleted during the update".into() })?;
+            c.spec = spec.clone();
+            c.chain.send_replace(validated.chain);
+            tracing::info!(connector = %spec.name, "transforms updated; tasks swap them in at their next batch boundary");
+            return Ok(Updated::TransformsSwapped);
+        }
+        self.stop_connector(&spec.name).await;
+        self.start(validated).await?;
+        Ok(Updated::Restarted)
+    }
+
+    /// Stops a connector's tasks cleanly and forgets it.
+    pub async fn stop_connector(&self, name: &str) -> bool {
+        let removed = self.connectors.write().await.remove(name);
+        let Some(c) = removed else { return false };
+        let deadline = tokio::time::Instant::now() + self.shutdown_timeout;
+        for t in &c.tasks {
+            t.cancel.cancel();
+        }
+        for t in c.tasks {
+            let mut join = t.join;
+            if tokio::time::timeout_at(deadline, &mut join).await.is_err() {
+                tracing::warn!(connector = %name, task = t.id, "task did not stop in time; aborting it (its uncommitted batch will be redelivered)");
+                join.abort();
+            }
+        }
+        true
+    }
+
+    fn spawn_task(
+        &self,
+        v: &ValidatedConnector,
+        id: u32,
+        config: ConfigMap,
+        chain_updates: tokio::sync::watch::Receiver<CompiledChain>,
+    ) -> TaskRuntime {
         let name: Arc<str> = Arc::from(v.spec.name.as_str());
         let status = StatusCell::new(self.metrics.clone(), &name, id);
         let cancel = CancellationToken::new();
@@ -235,8 +318,10 @@ impl Worker {
             metrics: self.metrics.clone(),
             cancel: cancel.clone(),
             chain: std::sync::Mutex::new(None),
+            chain_updates,
         };
-        let chain = v.chain.clone();
+        let chain = env.chain_updates.borrow().clone();
+        let metrics = self.metrics.clone();
         let plugin = v.plugin.clone();
         let offsets = self.offsets.clone();
         let task_status = status.clone();
@@ -247,8 +332,10 @@ impl Worker {
                 task_id: id,
             };
             let mut env = env;
+            env.chain_updates.mark_unchanged();
             if !chain.is_empty() {
-                let instantiated = tokio::task::spawn_blocking(move || chain.instantiate())
+                let (connector, task) = (name.to_string(), id);
+                let instantiated = tokio::task::spawn_blocking(move || chain.instantiate(&metrics, &connector, task))
                     .await
                     .map_err(|e| {
                         sluice_sdk::ConnectError::fatal(format!("instantiating transforms: {e}"))

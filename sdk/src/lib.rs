@@ -10,9 +10,12 @@
 //!   `#[serde(deny_unknown_fields)]` through [`config::from_string_map`].
 //! * [`connector`]: the source and sink traits every connector implements.
 
+pub mod codec;
 pub mod config;
 pub mod connector;
 pub mod error;
+#[cfg(feature = "guest")]
+pub mod guest;
 pub mod record;
 
 pub use config::{ConfigError, ConfigMap};

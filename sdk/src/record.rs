@@ -44,3 +44,33 @@ impl Record {
         format!("{}-{}@{}", self.topic, self.partition, self.offset)
     }
 }
+
+impl Record {
+    /// Replaces the value with this JSON, serialised compactly.
+    pub fn set_value_json(&mut self, value: &serde_json::Value) {
+        self.value = Some(serde_json::to_vec(value).expect("a JSON value serialises"));
+    }
+
+    /// Replaces the key with this JSON, serialised compactly.
+    pub fn set_key_json(&mut self, key: &serde_json::Value) {
+        self.key = Some(serde_json::to_vec(key).expect("a JSON value serialises"));
+    }
+
+    /// Appends a header (duplicates are allowed, as in Kafka).
+    pub fn add_header(&mut self, key: impl Into<String>, value: Option<Vec<u8>>) {
+        self.headers.push(Header {
+            key: key.into(),
+            value,
+        });
+    }
+
+    /// Removes every header with this key.
+    pub fn remove_headers(&mut self, key: &str) {
+        self.headers.retain(|h| h.key != key);
+    }
+
+    /// Whether any header has this key.
+    pub fn has_header(&self, key: &str) -> bool {
+        self.headers.iter().any(|h| h.key == key)
+    }
+}

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::CommonConfig;
 use crate::kafka::KafkaClients;
 use crate::metrics::Metrics;
-use crate::transform::{TransformChain, TransformFailure};
+use crate::transform::{CompiledChain, TransformChain, TransformFailure};
 
 /// Kafka Connect's connector and task states.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -104,6 +104,8 @@ pub struct TaskEnv {
     pub cancel: CancellationToken,
     /// In a mutex only so `&TaskEnv` is `Sync`; reached through `get_mut`.
     pub chain: Mutex<Option<TransformChain>>,
+    /// New chains from config updates, swapped in at a batch boundary.
+    pub chain_updates: tokio::sync::watch::Receiver<CompiledChain>,
 }
 
 impl TaskEnv {
@@ -117,6 +119,29 @@ impl TaskEnv {
             .records
             .with_label_values(&[c.as_str(), t.as_str(), stage, outcome])
             .inc_by(n as u64);
+    }
+
+    /// At a batch boundary: if the connector's transforms were updated,
+    /// instantiate the new chain and swap it in. If the new chain cannot be
+    /// instantiated, the old one keeps running and the reason is logged.
+    async fn swap_chain_if_updated(&mut self) {
+        if !self.chain_updates.has_changed().unwrap_or(false) {
+            return;
+        }
+        let compiled = self.chain_updates.borrow_and_update().clone();
+        let (metrics, connector, task) = (self.metrics.clone(), self.connector.clone(), self.task_id);
+        let result = tokio::task::spawn_blocking(move || {
+            if compiled.is_empty() { Ok(None) } else { compiled.instantiate(&metrics, &connector, task).map(Some) }
+        })
+        .await;
+        match result {
+            Ok(Ok(chain)) => {
+                *self.chain.get_mut().expect("chain lock") = chain;
+                tracing::info!("transform chain updated at a batch boundary");
+            }
+            Ok(Err(e)) => tracing::error!(error = %e.full_message(), "the updated transform chain failed to start; the previous one keeps running"),
+            Err(e) => tracing::error!(error = %e, "the updated transform chain failed to start; the previous one keeps running"),
+        }
     }
 
     /// Runs the chain on a blocking thread (WASM calls are CPU-bound and may

@@ -64,6 +64,7 @@ async fn run_loop(
             }
             continue;
         }
+        env.swap_chain_if_updated().await;
         let started = Instant::now();
         env.count("consume", "ok", batch.len());
         // Next offset to read per partition, committed once all is written.

@@ -52,6 +52,7 @@ async fn run_loop(
                 return Ok(());
             }
         };
+        env.swap_chain_if_updated().await;
         let started = Instant::now();
         env.count("poll", "ok", batch.len());
 

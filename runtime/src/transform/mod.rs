@@ -1,4 +1,5 @@
-//! The transform chain a task runs every batch through.
+//! The transform chain a task runs every batch through: WASM components in
+//! order, each optionally guarded by a predicate.
 
 pub mod wasm;
 
@@ -6,38 +7,35 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use sluice_sdk::{ConnectError, Record};
-use wasmtime::component::Component;
 
 use crate::config::TransformSpec;
-use wasm::{Limits, WasmHost, WasmTransform};
+use crate::metrics::Metrics;
+use wasm::{LoadedModule, WasmHost, WasmTransform};
 
 /// Components compiled for one connector, shared by its tasks.
 #[derive(Clone)]
 pub struct CompiledChain {
     host: WasmHost,
-    stages: Vec<(TransformSpec, Component)>,
+    stages: Vec<(TransformSpec, LoadedModule)>,
 }
 
 impl CompiledChain {
     /// Loads every module; the first that fails is reported by its key.
     pub fn compile(host: &WasmHost, specs: &[TransformSpec]) -> Result<Self, (String, String)> {
-        let mut cache: HashMap<PathBuf, Component> = HashMap::new();
+        let mut loaded: HashMap<PathBuf, LoadedModule> = HashMap::new();
         let mut stages = Vec::with_capacity(specs.len());
         for spec in specs {
-            let component = match cache.get(&spec.module) {
-                Some(c) => c.clone(),
+            let module = match loaded.get(&spec.module) {
+                Some(m) => m.clone(),
                 None => {
-                    let c = host.load(&spec.module).map_err(|e| {
-                        (
-                            format!("transforms.{}.module", spec.alias),
-                            format!("{e:#}"),
-                        )
-                    })?;
-                    cache.insert(spec.module.clone(), c.clone());
-                    c
+                    let m = host
+                        .load(&spec.module, &spec.limits)
+                        .map_err(|e| (format!("transforms.{}.module", spec.alias), format!("{e:#}")))?;
+                    loaded.insert(spec.module.clone(), m.clone());
+                    m
                 }
             };
-            stages.push((spec.clone(), component));
+            stages.push((spec.clone(), module));
         }
         Ok(Self {
             host: host.clone(),
@@ -49,22 +47,23 @@ impl CompiledChain {
         self.stages.is_empty()
     }
 
-    /// Instances for one task.
-    pub fn instantiate(&self) -> Result<TransformChain, ConnectError> {
+    /// Instances for one task (instantiated and configured).
+    pub fn instantiate(&self, metrics: &Metrics, connector: &str, task: u32) -> Result<TransformChain, ConnectError> {
         let mut stages = Vec::with_capacity(self.stages.len());
-        for (spec, component) in &self.stages {
-            let config = spec
-                .config
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect();
-            stages.push(WasmTransform::new(
+        for (spec, module) in &self.stages {
+            let config = spec.config.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+            let transform = WasmTransform::new(
                 &self.host,
-                component.clone(),
+                module.clone(),
                 &spec.alias,
                 config,
-                Limits::default(),
-            )?);
+                spec.limits,
+                metrics.transform(connector, task, &spec.alias),
+            )?;
+            stages.push(Stage {
+                transform,
+                spec: spec.clone(),
+            });
         }
         Ok(TransformChain { stages })
     }
@@ -77,47 +76,88 @@ pub struct TransformFailure {
     pub error: ConnectError,
 }
 
+struct Stage {
+    transform: WasmTransform,
+    spec: TransformSpec,
+}
+
+impl Stage {
+    /// Whether this stage applies to the record (its predicate, negated or not).
+    fn applies(&self, record: &Record) -> bool {
+        match &self.spec.predicate {
+            None => true,
+            Some(p) => p.kind.test(record) != self.spec.negate,
+        }
+    }
+}
+
 pub struct TransformChain {
-    stages: Vec<WasmTransform>,
+    stages: Vec<Stage>,
+}
+
+enum Slot {
+    /// The stage does not apply: the record passes by unchanged.
+    Bypass(usize, Record),
+    /// Index into the batch sent to the stage.
+    Sent(usize),
 }
 
 impl TransformChain {
     /// One result per input record, in order: the records it became (zero
     /// if dropped), or the first failure in the chain.
     pub fn apply(&mut self, input: Vec<Record>) -> Vec<Result<Vec<Record>, TransformFailure>> {
-        let n = input.len();
-        let mut results: Vec<Result<Vec<Record>, TransformFailure>> =
-            (0..n).map(|_| Ok(Vec::new())).collect();
+        let mut failures: Vec<Option<TransformFailure>> = input.iter().map(|_| None).collect();
         // (index of the input record, record) flowing through the stages.
         let mut flowing: Vec<(usize, Record)> = input.into_iter().enumerate().collect();
         for stage in self.stages.iter_mut() {
             if flowing.is_empty() {
                 break;
             }
-            let (origins, records): (Vec<usize>, Vec<Record>) = flowing.into_iter().unzip();
-            let outputs = stage.transform_batch(records);
-            flowing = Vec::with_capacity(outputs.len());
-            for (origin, output) in origins.into_iter().zip(outputs) {
-                if results[origin].is_err() {
-                    continue;
+            let mut order = Vec::with_capacity(flowing.len());
+            let mut sent = Vec::new();
+            let mut sent_origin = Vec::new();
+            for (origin, record) in flowing {
+                if stage.applies(&record) {
+                    order.push(Slot::Sent(sent.len()));
+                    sent_origin.push(origin);
+                    sent.push(record);
+                } else {
+                    order.push(Slot::Bypass(origin, record));
                 }
-                match output {
-                    Ok(records) => flowing.extend(records.into_iter().map(|r| (origin, r))),
-                    Err(error) => {
-                        results[origin] = Err(TransformFailure {
-                            transform: stage.name().to_string(),
-                            error,
-                        })
+            }
+            let mut results: Vec<Option<Result<Vec<Record>, ConnectError>>> = if sent.is_empty() {
+                Vec::new()
+            } else {
+                stage.transform.transform_batch(sent).into_iter().map(Some).collect()
+            };
+            let mut next = Vec::with_capacity(order.len());
+            for slot in order {
+                match slot {
+                    Slot::Bypass(origin, record) => next.push((origin, record)),
+                    Slot::Sent(i) => {
+                        let origin = sent_origin[i];
+                        match results[i].take().expect("one result per record sent") {
+                            Ok(records) => next.extend(records.into_iter().map(|r| (origin, r))),
+                            Err(error) => {
+                                failures[origin].get_or_insert(TransformFailure {
+                                    transform: stage.spec.alias.clone(),
+                                    error,
+                                });
+                            }
+                        }
                     }
                 }
             }
-            flowing.retain(|(origin, _)| results[*origin].is_ok());
+            // A record that failed anywhere is out of the chain entirely.
+            flowing = next.into_iter().filter(|(o, _)| failures[*o].is_none()).collect();
         }
+        let mut out: Vec<Result<Vec<Record>, TransformFailure>> =
+            failures.into_iter().map(|f| f.map_or_else(|| Ok(Vec::new()), Err)).collect();
         for (origin, record) in flowing {
-            if let Ok(out) = &mut results[origin] {
-                out.push(record);
+            if let Ok(records) = &mut out[origin] {
+                records.push(record);
             }
         }
-        results
+        out
     }
 }

@@ -1,115 +1,74 @@
-//! The reference transform, in Rust: parses the JSON value, uppercases one
-//! field, adds a field, drops records flagged for dropping, and rejects a
-//! value that is not JSON with a `data` error.
+//! The reference transform, in Rust with the Sluice SDK: parses the JSON
+//! value, uppercases one field, adds a field, drops records flagged for
+//! dropping, and rejects a value that is not JSON with a `data` error.
 //!
-//! Config (`transforms.<name>.<key>`):
-//! - `uppercase.field` (default `status`): string field to uppercase.
-//! - `add.field` / `add.value` (default `processed_by` / `sluice`): field to add.
-//! - `drop.field` (default `drop`): records whose value has this field set to
-//!   `true` are dropped.
+//! | key | default | meaning |
+//! |---|---|---|
+//! | `uppercase.field` | `status` | string field to uppercase |
+//! | `add.field` | `processed_by` | field to add |
+//! | `add.value` | `sluice` | its value |
+//! | `drop.field` | `drop` | records whose value has this field set to `true` are dropped |
 
-use std::cell::RefCell;
+use serde::Deserialize;
+use sluice_sdk::config::from_string_map;
+use sluice_sdk::guest::{Config, Transform};
+use sluice_sdk::{ConnectError, Record};
 
-use exports::sluice::transform::transformer::Guest;
-use sluice::transform::types::{ErrorClass, KafkaRecord, TransformError};
-
-wit_bindgen::generate!({
-    path: "../../../sdk/wit",
-    world: "transform",
-});
-
-struct Settings {
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Reference {
+    #[serde(rename = "uppercase.field", default = "default_uppercase")]
     uppercase_field: String,
+    #[serde(rename = "add.field", default = "default_add_field")]
     add_field: String,
+    #[serde(rename = "add.value", default = "default_add_value")]
     add_value: String,
+    #[serde(rename = "drop.field", default = "default_drop")]
     drop_field: String,
 }
 
-impl Default for Settings {
-    fn default() -> Self {
-        Self {
-            uppercase_field: "status".into(),
-            add_field: "processed_by".into(),
-            add_value: "sluice".into(),
-            drop_field: "drop".into(),
+fn default_uppercase() -> String {
+    "status".into()
+}
+fn default_add_field() -> String {
+    "processed_by".into()
+}
+fn default_add_value() -> String {
+    "sluice".into()
+}
+fn default_drop() -> String {
+    "drop".into()
+}
+
+impl Transform for Reference {
+    fn configure(config: Config) -> Result<Self, ConnectError> {
+        from_string_map(&config).map_err(|e| ConnectError::fatal(e.to_string()))
+    }
+
+    fn transform(&mut self, mut record: Record) -> Result<Vec<Record>, ConnectError> {
+        if record.value.is_none() {
+            // A tombstone passes through untouched.
+            return Ok(vec![record]);
         }
-    }
-}
-
-thread_local! {
-    static SETTINGS: RefCell<Settings> = RefCell::new(Settings::default());
-}
-
-struct Component;
-
-fn data_error(message: String) -> TransformError {
-    TransformError {
-        class: ErrorClass::Data,
-        message,
-    }
-}
-
-fn apply(settings: &Settings, mut record: KafkaRecord) -> Result<Vec<KafkaRecord>, TransformError> {
-    let Some(bytes) = record.value.as_deref() else {
-        // A tombstone passes through untouched.
-        return Ok(vec![record]);
-    };
-    let mut value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| {
-        data_error(format!(
-            "value of {}-{}@{} is not JSON: {e}",
-            record.topic, record.partition, record.offset
-        ))
-    })?;
-    let Some(object) = value.as_object_mut() else {
-        return Err(data_error("value is JSON but not an object".into()));
-    };
-    if object.get(&settings.drop_field) == Some(&serde_json::Value::Bool(true)) {
-        return Ok(Vec::new());
-    }
-    if let Some(serde_json::Value::String(s)) = object.get_mut(&settings.uppercase_field) {
-        *s = s.to_uppercase();
-    }
-    object.insert(
-        settings.add_field.clone(),
-        serde_json::Value::String(settings.add_value.clone()),
-    );
-    record.value = Some(serde_json::to_vec(&value).expect("a JSON value serialises"));
-    Ok(vec![record])
-}
-
-impl Guest for Component {
-    fn configure(config: Vec<(String, String)>) -> Result<(), TransformError> {
-        let mut settings = Settings::default();
-        for (key, value) in config {
-            match key.as_str() {
-                "uppercase.field" => settings.uppercase_field = value,
-                "add.field" => settings.add_field = value,
-                "add.value" => settings.add_value = value,
-                "drop.field" => settings.drop_field = value,
-                other => {
-                    return Err(TransformError {
-                        class: ErrorClass::Fatal,
-                        message: format!(
-                            "unknown config key `{other}`; supported: uppercase.field, add.field, add.value, drop.field"
-                        ),
-                    });
-                }
-            }
+        let mut value = record.value_json().map_err(|e| {
+            ConnectError::data(format!(
+                "value of {} is not JSON: {e}",
+                record.coordinates()
+            ))
+        })?;
+        let Some(object) = value.as_object_mut() else {
+            return Err(ConnectError::data("value is JSON but not an object"));
+        };
+        if object.get(&self.drop_field) == Some(&serde_json::Value::Bool(true)) {
+            return Ok(Vec::new());
         }
-        SETTINGS.with(|s| *s.borrow_mut() = settings);
-        Ok(())
-    }
-
-    fn transform(input: KafkaRecord) -> Result<Vec<KafkaRecord>, TransformError> {
-        SETTINGS.with(|s| apply(&s.borrow(), input))
-    }
-
-    fn transform_batch(input: Vec<KafkaRecord>) -> Vec<Result<Vec<KafkaRecord>, TransformError>> {
-        SETTINGS.with(|s| {
-            let settings = s.borrow();
-            input.into_iter().map(|r| apply(&settings, r)).collect()
-        })
+        if let Some(serde_json::Value::String(s)) = object.get_mut(&self.uppercase_field) {
+            *s = s.to_uppercase();
+        }
+        object.insert(self.add_field.clone(), self.add_value.clone().into());
+        record.set_value_json(&value);
+        Ok(vec![record])
     }
 }
 
-export!(Component);
+sluice_sdk::export_transform!(Reference);

@@ -1,0 +1,456 @@
+//! The byte encoding of the `bytes` world (`sdk/wit/transform.wit`), for
+//! languages without a component binding generator. Version 1.
+//!
+//! Every buffer starts with the version byte `0x01`. Integers are
+//! little-endian. `str` and `bytes` are a `u32` length then the data;
+//! `opt<T>` is a byte `0` (none) or `1` followed by `T`.
+//!
+//! ```text
+//! batch    := 0x01 u32:count record*
+//! record   := str:topic i32:partition i64:offset opt<i64>:timestamp
+//!             opt<bytes>:key opt<bytes>:value u32:count header*
+//! header   := str:key opt<bytes>:value
+//! results  := 0x01 u32:count result*           (one per input record, in order)
+//! result   := 0x00 u32:count record*            (ok: zero, one or many records)
+//!           | 0x01 u8:class str:message         (error: 0 data, 1 retriable, 2 fatal)
+//! config   := 0x01 u32:count (str:key str:value)*
+//! status   := 0x01 0x00                         (configure succeeded)
+//!           | 0x01 0x01 u8:class str:message    (configure failed)
+//! ```
+
+use crate::error::{ConnectError, ErrorKind};
+use crate::record::{Header, Record};
+
+pub const VERSION: u8 = 1;
+
+/// A buffer that does not follow the encoding.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("malformed transform buffer at byte {at}: {what}")]
+pub struct DecodeError {
+    pub at: usize,
+    pub what: String,
+}
+
+pub struct Writer(Vec<u8>);
+
+impl Writer {
+    pub fn new() -> Self {
+        Writer(vec![VERSION])
+    }
+    pub fn u8(&mut self, v: u8) {
+        self.0.push(v);
+    }
+    pub fn u32(&mut self, v: u32) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    pub fn i32(&mut self, v: i32) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    pub fn i64(&mut self, v: i64) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    pub fn bytes(&mut self, v: &[u8]) {
+        self.u32(u32::try_from(v.len()).expect("a field under 4 GiB"));
+        self.0.extend_from_slice(v);
+    }
+    pub fn opt_bytes(&mut self, v: Option<&[u8]>) {
+        match v {
+            None => self.u8(0),
+            Some(b) => {
+                self.u8(1);
+                self.bytes(b);
+            }
+        }
+    }
+    pub fn record(&mut self, r: &Record) {
+        self.bytes(r.topic.as_bytes());
+        self.i32(r.partition);
+        self.i64(r.offset);
+        match r.timestamp {
+            None => self.u8(0),
+            Some(t) => {
+                self.u8(1);
+                self.i64(t);
+            }
+        }
+        self.opt_bytes(r.key.as_deref());
+        self.opt_bytes(r.value.as_deref());
+        self.u32(r.headers.len() as u32);
+        for h in &r.headers {
+            self.bytes(h.key.as_bytes());
+            self.opt_bytes(h.value.as_deref());
+        }
+    }
+    fn error(&mut self, e: &ConnectError) {
+        self.u8(class_code(e.kind));
+        self.bytes(e.message.as_bytes());
+    }
+    pub fn finish(self) -> Vec<u8> {
+        self.0
+    }
+}
+
+impl Default for Writer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+pub struct Reader<'a> {
+    buf: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    pub fn new(buf: &'a [u8]) -> Result<Self, DecodeError> {
+        let mut r = Reader { buf, at: 0 };
+        let v = r.u8()?;
+        if v != VERSION {
+            return Err(DecodeError {
+                at: 0,
+                what: format!("encoding version {v}, expected {VERSION}"),
+            });
+        }
+        Ok(r)
+    }
+    fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
+        let end = self
+            .at
+            .checked_add(n)
+            .filter(|e| *e <= self.buf.len())
+            .ok_or_else(|| DecodeError {
+                at: self.at,
+                what: format!("needs {n} more bytes, {} left", self.buf.len() - self.at),
+            })?;
+        let s = &self.buf[self.at..end];
+        self.at = end;
+        Ok(s)
+    }
+    pub fn u8(&mut self) -> Result<u8, DecodeError> {
+        Ok(self.take(1)?[0])
+    }
+    pub fn u32(&mut self) -> Result<u32, DecodeError> {
+        Ok(u32::from_le_bytes(
+            self.take(4)?.try_into().expect("4 bytes"),
+        ))
+    }
+    pub fn i32(&mut self) -> Result<i32, DecodeError> {
+        Ok(i32::from_le_bytes(
+            self.take(4)?.try_into().expect("4 bytes"),
+        ))
+    }
+    pub fn i64(&mut self) -> Result<i64, DecodeError> {
+        Ok(i64::from_le_bytes(
+            self.take(8)?.try_into().expect("8 bytes"),
+        ))
+    }
+    pub fn bytes(&mut self) -> Result<&'a [u8], DecodeError> {
+        let n = self.u32()? as usize;
+        self.take(n)
+    }
+    pub fn string(&mut self) -> Result<String, DecodeError> {
+        let at = self.at;
+        let b = self.bytes()?;
+        String::from_utf8(b.to_vec()).map_err(|_| DecodeError {
+            at,
+            what: "a string is not UTF-8".into(),
+        })
+    }
+    fn flag(&mut self) -> Result<bool, DecodeError> {
+        match self.u8()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            other => Err(DecodeError {
+                at: self.at - 1,
+                what: format!("option tag {other}, expected 0 or 1"),
+            }),
+        }
+    }
+    pub fn opt_bytes(&mut self) -> Result<Option<Vec<u8>>, DecodeError> {
+        Ok(if self.flag()? {
+            Some(self.bytes()?.to_vec())
+        } else {
+            None
+        })
+    }
+    pub fn record(&mut self) -> Result<Record, DecodeError> {
+        let topic = self.string()?;
+        let partition = self.i32()?;
+        let offset = self.i64()?;
+        let timestamp = if self.flag()? {
+            Some(self.i64()?)
+        } else {
+            None
+        };
+        let key = self.opt_bytes()?;
+        let value = self.opt_bytes()?;
+        let n = self.u32()? as usize;
+        let mut headers = Vec::with_capacity(n.min(1024));
+        for _ in 0..n {
+            headers.push(Header {
+                key: self.string()?,
+                value: self.opt_bytes()?,
+            });
+        }
+        Ok(Record {
+            topic,
+            partition,
+            offset,
+            timestamp,
+            key,
+            value,
+            headers,
+        })
+    }
+    fn error(&mut self) -> Result<ConnectError, DecodeError> {
+        let at = self.at;
+        let kind = match self.u8()? {
+            0 => ErrorKind::Data,
+            1 => ErrorKind::Retriable,
+            2 => ErrorKind::Fatal,
+            other => {
+                return Err(DecodeError {
+                    at,
+                    what: format!(
+                        "error class {other}, expected 0 (data), 1 (retriable) or 2 (fatal)"
+                    ),
+                });
+            }
+        };
+        Ok(ConnectError::new(kind, self.string()?))
+    }
+    pub fn end(&self) -> Result<(), DecodeError> {
+        if self.at == self.buf.len() {
+            Ok(())
+        } else {
+            Err(DecodeError {
+                at: self.at,
+                what: format!("{} unexpected trailing bytes", self.buf.len() - self.at),
+            })
+        }
+    }
+}
+
+fn class_code(kind: ErrorKind) -> u8 {
+    match kind {
+        ErrorKind::Data => 0,
+        ErrorKind::Retriable => 1,
+        ErrorKind::Fatal => 2,
+    }
+}
+
+pub fn encode_batch(records: &[Record]) -> Vec<u8> {
+    let mut w = Writer::new();
+    w.u32(records.len() as u32);
+    for r in records {
+        w.record(r);
+    }
+    w.finish()
+}
+
+pub fn decode_batch(buf: &[u8]) -> Result<Vec<Record>, DecodeError> {
+    let mut r = Reader::new(buf)?;
+    let n = r.u32()? as usize;
+    let mut out = Vec::with_capacity(n.min(65_536));
+    for _ in 0..n {
+        out.push(r.record()?);
+    }
+    r.end()?;
+    Ok(out)
+}
+
+pub type TransformResult = Result<Vec<Record>, ConnectError>;
+
+pub fn encode_results(results: &[TransformResult]) -> Vec<u8> {
+    let mut w = Writer::new();
+    w.u32(results.len() as u32);
+    for result in results {
+        match result {
+            Ok(records) => {
+                w.u8(0);
+                w.u32(records.len() as u32);
+                for r in records {
+                    w.record(r);
+                }
+            }
+            Err(e) => {
+                w.u8(1);
+                w.error(e);
+            }
+        }
+    }
+    w.finish()
+}
+
+pub fn decode_results(buf: &[u8]) -> Result<Vec<TransformResult>, DecodeError> {
+    let mut r = Reader::new(buf)?;
+    let n = r.u32()? as usize;
+    let mut out = Vec::with_capacity(n.min(65_536));
+    for _ in 0..n {
+        let at = r.at;
+        match r.u8()? {
+            0 => {
+                let m = r.u32()? as usize;
+                let mut records = Vec::with_capacity(m.min(65_536));
+                for _ in 0..m {
+                    records.push(r.record()?);
+                }
+                out.push(Ok(records));
+            }
+            1 => out.push(Err(r.error()?)),
+            other => {
+                return Err(DecodeError {
+                    at,
+                    what: format!("result tag {other}, expected 0 (ok) or 1 (error)"),
+                });
+            }
+        }
+    }
+    r.end()?;
+    Ok(out)
+}
+
+pub fn encode_config(config: &[(String, String)]) -> Vec<u8> {
+    let mut w = Writer::new();
+    w.u32(config.len() as u32);
+    for (k, v) in config {
+        w.bytes(k.as_bytes());
+        w.bytes(v.as_bytes());
+    }
+    w.finish()
+}
+
+pub fn decode_config(buf: &[u8]) -> Result<Vec<(String, String)>, DecodeError> {
+    let mut r = Reader::new(buf)?;
+    let n = r.u32()? as usize;
+    let mut out = Vec::with_capacity(n.min(4096));
+    for _ in 0..n {
+        out.push((r.string()?, r.string()?));
+    }
+    r.end()?;
+    Ok(out)
+}
+
+pub fn encode_status(status: &Result<(), ConnectError>) -> Vec<u8> {
+    let mut w = Writer::new();
+    match status {
+        Ok(()) => w.u8(0),
+        Err(e) => {
+            w.u8(1);
+            w.error(e);
+        }
+    }
+    w.finish()
+}
+
+pub fn decode_status(buf: &[u8]) -> Result<Result<(), ConnectError>, DecodeError> {
+    let mut r = Reader::new(buf)?;
+    let at = r.at;
+    let status = match r.u8()? {
+        0 => Ok(()),
+        1 => Err(r.error()?),
+        other => {
+            return Err(DecodeError {
+                at,
+                what: format!("status tag {other}, expected 0 or 1"),
+            });
+        }
+    };
+    r.end()?;
+    Ok(status)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Record {
+        Record {
+            topic: "orders".into(),
+            partition: 2,
+            offset: 41,
+            timestamp: Some(1_700_000_000_000),
+            key: Some(b"k".to_vec()),
+            value: None,
+            headers: vec![
+                Header {
+                    key: "a".into(),
+                    value: Some(b"1".to_vec()),
+                },
+                Header {
+                    key: "a".into(),
+                    value: None,
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn round_trips() {
+        let batch = vec![sample(), Record::default()];
+        assert_eq!(decode_batch(&encode_batch(&batch)).unwrap(), batch);
+        let results = vec![
+            Ok(vec![sample(), sample()]),
+            Ok(vec![]),
+            Err(ConnectError::retriable("later")),
+        ];
+        let back = decode_results(&encode_results(&results)).unwrap();
+        assert_eq!(back[0].as_ref().unwrap().len(), 2);
+        assert!(back[1].as_ref().unwrap().is_empty());
+        let e = back[2].as_ref().unwrap_err();
+        assert_eq!(
+            (e.kind, e.message.as_str()),
+            (ErrorKind::Retriable, "later")
+        );
+        let config = vec![("k".to_string(), "v".to_string())];
+        assert_eq!(decode_config(&encode_config(&config)).unwrap(), config);
+        assert!(decode_status(&encode_status(&Ok(()))).unwrap().is_ok());
+    }
+
+    #[test]
+    fn the_layout_is_the_documented_one() {
+        let r = Record {
+            topic: "t".into(),
+            partition: 1,
+            offset: 2,
+            ..Default::default()
+        };
+        let bytes = encode_batch(&[r]);
+        let expected: Vec<u8> = [
+            &[1u8][..],          // version
+            &1u32.to_le_bytes(), // count
+            &1u32.to_le_bytes(),
+            b"t",                // topic
+            &1i32.to_le_bytes(), // partition
+            &2i64.to_le_bytes(), // offset
+            &[0, 0, 0],          // no timestamp, key, value
+            &0u32.to_le_bytes(), // no headers
+        ]
+        .concat();
+        assert_eq!(bytes, expected);
+    }
+
+    #[test]
+    fn malformed_buffers_are_errors_not_panics() {
+        let good = encode_batch(&[sample()]);
+        for cut in 0..good.len() {
+            assert!(decode_batch(&good[..cut]).is_err());
+        }
+        let err = decode_batch(&[2, 0, 0, 0, 0]).unwrap_err();
+        assert!(err.what.contains("version 2"), "{err}");
+        let mut trailing = good.clone();
+        trailing.push(0);
+        assert!(
+            decode_batch(&trailing)
+                .unwrap_err()
+                .what
+                .contains("trailing")
+        );
+        assert!(
+            decode_results(&[1, 1, 0, 0, 0, 7])
+                .unwrap_err()
+                .what
+                .contains("result tag 7")
+        );
+    }
+}

@@ -94,7 +94,7 @@ async fn upserts_into_postgres_with_casts_quoting_and_auto_create() {
     }}))
     .await;
 
-    let rows = fixtures::eventually(Duration::from_secs(60), "rows in PostgreSQL", || {
+    let rows = fixtures::eventually(Duration::from_secs(180), "rows in PostgreSQL", || {
         let pool = pool.clone();
         let table = table.clone();
         async move {
@@ -132,7 +132,7 @@ async fn upserts_into_postgres_with_casts_quoting_and_auto_create() {
     );
 
     let auto_row = fixtures::eventually(
-        Duration::from_secs(60),
+        Duration::from_secs(180),
         "the auto-created table's row",
         || {
             let pool = pool.clone();

@@ -46,7 +46,7 @@ async fn quickstart_pipeline_delivers_exactly_the_generated_keys_transformed() {
     let args: Vec<&std::path::Path> = files.iter().map(|p| p.as_path()).collect();
     let mut sluice = SluiceProcess::start(dir.path(), &args);
 
-    let rows = fixtures::eventually(Duration::from_secs(90), "all rows in SQLite", || async {
+    let rows = fixtures::eventually(Duration::from_secs(180), "all rows in SQLite", || async {
         let rows = fixtures::sqlite_rows(
             &db,
             "SELECT order_id, customer_id, amount, currency, status, updated_at, pipeline FROM orders ORDER BY order_id",

@@ -7,7 +7,9 @@
 mod fixtures;
 
 mod config_errors;
+mod hot_swap;
 mod postgres;
 mod quickstart;
 mod sink_failures;
+mod stdlib;
 mod transforms;

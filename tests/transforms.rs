@@ -14,7 +14,14 @@ use crate::fixtures;
 
 fn host() -> (WasmHost, Metrics) {
     let metrics = Metrics::new();
-    (WasmHost::new(None, metrics.wasm_compilations.clone()).unwrap(), metrics)
+    (
+        WasmHost::new(
+            Some(fixtures::wasm_cache_dir()),
+            metrics.wasm_compilations.clone(),
+        )
+        .unwrap(),
+        metrics,
+    )
 }
 
 /// A connector config with these transform keys, through the real parser.
@@ -35,17 +42,26 @@ fn compile(host: &WasmHost, pairs: &[(&str, String)]) -> Result<CompiledChain, (
 }
 
 fn chain(host: &WasmHost, metrics: &Metrics, pairs: &[(&str, String)]) -> TransformChain {
-    compile(host, pairs).expect("modules load").instantiate(metrics, "t", 0).expect("instances start")
+    compile(host, pairs)
+        .expect("modules load")
+        .instantiate(metrics, "t", 0)
+        .expect("instances start")
 }
 
 fn chaos(extra: &[(&str, &str)]) -> Vec<(&'static str, String)> {
     let mut pairs = vec![
         ("transforms", "c".to_string()),
         ("transforms.c.type", "wasm".to_string()),
-        ("transforms.c.module", fixtures::test_guest("chaos").display().to_string()),
+        (
+            "transforms.c.module",
+            fixtures::test_guest("chaos").display().to_string(),
+        ),
     ];
     for (k, v) in extra {
-        pairs.push((Box::leak(format!("transforms.c.{k}").into_boxed_str()), v.to_string()));
+        pairs.push((
+            Box::leak(format!("transforms.c.{k}").into_boxed_str()),
+            v.to_string(),
+        ));
     }
     pairs
 }
@@ -92,7 +108,13 @@ fn map_drop_flat_map_and_every_error_class() {
     let copies = out[2].as_ref().unwrap();
     assert_eq!(copies.len(), 3);
     let headers: Vec<&Header> = copies.iter().map(|r| &r.headers[0]).collect();
-    assert_eq!(headers.iter().map(|h| h.value.clone().unwrap()).collect::<Vec<_>>(), vec![b"0".to_vec(), b"1".to_vec(), b"2".to_vec()]);
+    assert_eq!(
+        headers
+            .iter()
+            .map(|h| h.value.clone().unwrap())
+            .collect::<Vec<_>>(),
+        vec![b"0".to_vec(), b"1".to_vec(), b"2".to_vec()]
+    );
     assert_eq!(copies[1].offset, 7, "record fields survive the boundary");
     assert_eq!(failure(&out[3]).1, ErrorKind::Data);
     assert_eq!(failure(&out[4]).1, ErrorKind::Retriable);
@@ -119,9 +141,18 @@ fn headers_keep_null_values_order_and_duplicates() {
     let mut c = chain(&host, &metrics, &chaos(&[]));
     let mut r = rec("x");
     r.headers = vec![
-        Header { key: "h".into(), value: None },
-        Header { key: "h".into(), value: Some(b"2".to_vec()) },
-        Header { key: "a".into(), value: Some(vec![]) },
+        Header {
+            key: "h".into(),
+            value: None,
+        },
+        Header {
+            key: "h".into(),
+            value: Some(b"2".to_vec()),
+        },
+        Header {
+            key: "a".into(),
+            value: Some(vec![]),
+        },
     ];
     let out = c.apply(vec![r.clone()]);
     assert_eq!(out[0].as_ref().unwrap()[0].headers, r.headers);
@@ -136,7 +167,10 @@ fn a_chain_of_three_with_predicates_and_negate() {
         ("predicates", "isOrders,hasSkip".to_string()),
         ("predicates.isOrders.type", "TopicNameMatches".to_string()),
         ("predicates.isOrders.pattern", "orders|payments".to_string()),
-        ("predicates.hasSkip.type", "org.apache.kafka.connect.transforms.predicates.HasHeaderKey".to_string()),
+        (
+            "predicates.hasSkip.type",
+            "org.apache.kafka.connect.transforms.predicates.HasHeaderKey".to_string(),
+        ),
         ("predicates.hasSkip.name", "skip".to_string()),
         // a: only orders/payments topics; b: all but records with a `skip`
         // header; c: every record.
@@ -145,22 +179,41 @@ fn a_chain_of_three_with_predicates_and_negate() {
         ("transforms.b.negate", "true".to_string()),
     ];
     for (alias, tag) in [("a", "A"), ("b", "B"), ("c", "C")] {
-        pairs.push((Box::leak(format!("transforms.{alias}.type").into_boxed_str()), "wasm".into()));
-        pairs.push((Box::leak(format!("transforms.{alias}.module").into_boxed_str()), module.clone()));
-        pairs.push((Box::leak(format!("transforms.{alias}.tag").into_boxed_str()), tag.into()));
+        pairs.push((
+            Box::leak(format!("transforms.{alias}.type").into_boxed_str()),
+            "wasm".into(),
+        ));
+        pairs.push((
+            Box::leak(format!("transforms.{alias}.module").into_boxed_str()),
+            module.clone(),
+        ));
+        pairs.push((
+            Box::leak(format!("transforms.{alias}.tag").into_boxed_str()),
+            tag.into(),
+        ));
     }
     let mut c = chain(&host, &metrics, &pairs);
     let mut skipped = rec("s");
     skipped.add_header("skip", None);
     let mut other_topic = rec("o");
     other_topic.topic = "orders-eu".into(); // not a whole-name match
-    let out = c.apply(vec![rec("x"), skipped, other_topic, rec("drop"), rec("flatmap:2")]);
+    let out = c.apply(vec![
+        rec("x"),
+        skipped,
+        other_topic,
+        rec("drop"),
+        rec("flatmap:2"),
+    ]);
     assert_eq!(values(&out[0]), vec!["xABC"]);
     assert_eq!(values(&out[1]), vec!["sAC"]);
     assert_eq!(values(&out[2]), vec!["oBC"]);
     assert!(values(&out[3]).is_empty(), "dropped by the first stage");
     // Each of the three stages flat-maps `flatmap:2` again: 2 x 2 x 2.
-    assert_eq!(values(&out[4]).len(), 8, "every copy goes on through the chain");
+    assert_eq!(
+        values(&out[4]).len(),
+        8,
+        "every copy goes on through the chain"
+    );
 }
 
 #[test]
@@ -177,7 +230,12 @@ fn a_trap_fails_only_its_record_and_a_fresh_instance_carries_on() {
     let out = c.apply(vec![rec("c")]);
     assert_eq!(values(&out[0]), vec!["c!"], "healthy after the trap");
     let render = metrics.render();
-    assert!(render.contains(r#"sluice_wasm_instance_restarts_total{connector="t",task="0",transform="c"} 2"#), "{render}");
+    assert!(
+        render.contains(
+            r#"sluice_wasm_instance_restarts_total{connector="t",task="0",transform="c"} 2"#
+        ),
+        "{render}"
+    );
 }
 
 #[test]
@@ -188,9 +246,15 @@ fn an_infinite_loop_is_stopped_by_the_time_limit() {
     let out = c.apply(vec![rec("loop"), rec("ok")]);
     let (_, kind, message) = failure(&out[0]);
     assert_eq!(kind, ErrorKind::Data);
-    assert!(message.contains("exceeded its time limit of 200 ms"), "{message}");
+    assert!(
+        message.contains("exceeded its time limit of 200 ms"),
+        "{message}"
+    );
     assert_eq!(values(&out[1]), vec!["ok"]);
-    assert!(started.elapsed() < std::time::Duration::from_secs(30), "the loop was not stopped");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(30),
+        "the loop was not stopped"
+    );
     assert_eq!(values(&c.apply(vec![rec("again")])[0]), vec!["again"]);
 }
 
@@ -198,11 +262,18 @@ fn an_infinite_loop_is_stopped_by_the_time_limit() {
 fn a_memory_bomb_hits_the_memory_limit() {
     let (host, metrics) = host();
     let limit = 48 * 1024 * 1024;
-    let mut c = chain(&host, &metrics, &chaos(&[("limits.memory.bytes", &limit.to_string())]));
+    let mut c = chain(
+        &host,
+        &metrics,
+        &chaos(&[("limits.memory.bytes", &limit.to_string())]),
+    );
     let out = c.apply(vec![rec("bomb"), rec("fine")]);
     let (_, kind, message) = failure(&out[0]);
     assert_eq!(kind, ErrorKind::Data);
-    assert!(message.contains(&format!("exceeded its memory limit of {limit} bytes")), "{message}");
+    assert!(
+        message.contains(&format!("exceeded its memory limit of {limit} bytes")),
+        "{message}"
+    );
     assert_eq!(values(&out[1]), vec!["fine"]);
 }
 
@@ -212,9 +283,17 @@ fn no_files_no_environment_but_clocks_work() {
     let mut c = chain(&host, &metrics, &chaos(&[]));
     let secret = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(secret.path(), "secret").unwrap();
-    let out = c.apply(vec![rec(&format!("read:{}", secret.path().display())), rec("env"), rec("clock")]);
+    let out = c.apply(vec![
+        rec(&format!("read:{}", secret.path().display())),
+        rec("env"),
+        rec("clock"),
+    ]);
     let (_, kind, message) = failure(&out[0]);
-    assert_eq!(kind, ErrorKind::Data, "the read is denied at call time, as a data error: {message}");
+    assert_eq!(
+        kind,
+        ErrorKind::Data,
+        "the read is denied at call time, as a data error: {message}"
+    );
     assert!(message.contains("reading"), "{message}");
     assert_eq!(values(&out[1]), vec!["0"], "no environment variables");
     let now: u128 = values(&out[2])[0].parse().unwrap();
@@ -227,9 +306,14 @@ fn a_component_importing_the_network_is_rejected_naming_the_import() {
     let pairs = vec![
         ("transforms", "n".to_string()),
         ("transforms.n.type", "wasm".to_string()),
-        ("transforms.n.module", fixtures::test_guest("net").display().to_string()),
+        (
+            "transforms.n.module",
+            fixtures::test_guest("net").display().to_string(),
+        ),
     ];
-    let Err((key, message)) = compile(&host, &pairs) else { panic!("a networking component was accepted") };
+    let Err((key, message)) = compile(&host, &pairs) else {
+        panic!("a networking component was accepted")
+    };
     assert_eq!(key, "transforms.n.module");
     assert!(message.contains("imports `wasi:sockets/"), "{message}");
     assert!(message.contains("without network access"), "{message}");
@@ -239,8 +323,13 @@ fn a_component_importing_the_network_is_rejected_naming_the_import() {
 fn oversized_and_non_transform_modules_are_rejected() {
     let (host, _) = host();
     let mut pairs = chaos(&[("limits.module.bytes", "1000")]);
-    let Err((_, message)) = compile(&host, &pairs) else { panic!("accepted") };
-    assert!(message.contains("over the limit of 1000 (limits.module.bytes)"), "{message}");
+    let Err((_, message)) = compile(&host, &pairs) else {
+        panic!("accepted")
+    };
+    assert!(
+        message.contains("over the limit of 1000 (limits.module.bytes)"),
+        "{message}"
+    );
     // A valid component that exports neither world.
     let dir = tempfile::tempdir().unwrap();
     let empty = dir.path().join("empty.wasm");
@@ -250,8 +339,13 @@ fn oversized_and_non_transform_modules_are_rejected() {
         ("transforms.e.type", "wasm".to_string()),
         ("transforms.e.module", empty.display().to_string()),
     ];
-    let Err((_, message)) = compile(&host, &pairs) else { panic!("accepted") };
-    assert!(message.contains("exports neither `sluice:transform/transformer@0.1.0`"), "{message}");
+    let Err((_, message)) = compile(&host, &pairs) else {
+        panic!("accepted")
+    };
+    assert!(
+        message.contains("exports neither `sluice:transform/transformer@0.1.0`"),
+        "{message}"
+    );
 }
 
 /// The smallest component: the preamble of an empty component binary.
@@ -265,23 +359,45 @@ fn the_bytes_world_works_like_the_records_world() {
     let pairs = vec![
         ("transforms", "u".to_string()),
         ("transforms.u.type", "wasm".to_string()),
-        ("transforms.u.module", fixtures::test_guest("bytes-upper").display().to_string()),
+        (
+            "transforms.u.module",
+            fixtures::test_guest("bytes-upper").display().to_string(),
+        ),
     ];
     let mut c = chain(&host, &metrics, &pairs);
     let out = c.apply(vec![rec("hello"), rec("bad"), rec("x")]);
     assert_eq!(values(&out[0]), vec!["HELLO"]);
     let r = &out[0].as_ref().unwrap()[0];
-    assert_eq!(r.headers, vec![Header { key: "x-bytes-world".into(), value: None }]);
-    assert_eq!((r.topic.as_str(), r.offset, r.key.as_deref()), ("orders", 7, Some(&b"k"[..])));
+    assert_eq!(
+        r.headers,
+        vec![Header {
+            key: "x-bytes-world".into(),
+            value: None
+        }]
+    );
+    assert_eq!(
+        (r.topic.as_str(), r.offset, r.key.as_deref()),
+        ("orders", 7, Some(&b"k"[..]))
+    );
     let (_, kind, message) = failure(&out[1]);
-    assert_eq!((kind, message.as_str()), (ErrorKind::Data, "bytes-upper: `bad` is not allowed"));
+    assert_eq!(
+        (kind, message.as_str()),
+        (ErrorKind::Data, "bytes-upper: `bad` is not allowed")
+    );
     assert_eq!(values(&out[2]), vec!["X"]);
 
     // Its configure is checked too.
     let mut bad = pairs.clone();
     bad.push(("transforms.u.colour", "red".to_string()));
-    let Err(e) = compile(&host, &bad).unwrap().instantiate(&metrics, "t", 0) else { panic!("bad config accepted") };
-    assert!(e.message.contains("rejected its config: unknown key `colour`"), "{}", e.message);
+    let Err(e) = compile(&host, &bad).unwrap().instantiate(&metrics, "t", 0) else {
+        panic!("bad config accepted")
+    };
+    assert!(
+        e.message
+            .contains("rejected its config: unknown key `colour`"),
+        "{}",
+        e.message
+    );
 }
 
 #[test]
@@ -312,8 +428,14 @@ fn guest_output_goes_to_the_log() {
         drop(c);
     });
     let log = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
-    assert!(log.contains("hello from the guest") && log.contains("stream=\"stdout\""), "{log}");
-    assert!(log.contains("hello from the guest (stderr)") && log.contains("stream=\"stderr\""), "{log}");
+    assert!(
+        log.contains("hello from the guest") && log.contains("stream=\"stdout\""),
+        "{log}"
+    );
+    assert!(
+        log.contains("hello from the guest (stderr)") && log.contains("stream=\"stderr\""),
+        "{log}"
+    );
     assert!(log.contains("transform=c"), "{log}");
 }
 
@@ -323,7 +445,8 @@ fn compiled_code_is_cached_on_disk_and_not_recompiled() {
     let module = fixtures::example_component();
     let load = |dir: &Path| {
         let metrics = Metrics::new();
-        let host = WasmHost::new(Some(dir.to_path_buf()), metrics.wasm_compilations.clone()).unwrap();
+        let host =
+            WasmHost::new(Some(dir.to_path_buf()), metrics.wasm_compilations.clone()).unwrap();
         let pairs = vec![
             ("transforms", "e".to_string()),
             ("transforms.e.type", "wasm".to_string()),
@@ -331,7 +454,10 @@ fn compiled_code_is_cached_on_disk_and_not_recompiled() {
         ];
         let mut c = chain(&host, &metrics, &pairs);
         let out = c.apply(vec![rec(r#"{"status": "new"}"#)]);
-        assert_eq!(values(&out[0]), vec![r#"{"status":"NEW","processed_by":"sluice"}"#]);
+        assert_eq!(
+            values(&out[0]),
+            vec![r#"{"status":"NEW","processed_by":"sluice"}"#]
+        );
         let stats = host.stats();
         (
             stats.compiled.load(std::sync::atomic::Ordering::Relaxed),
@@ -342,6 +468,13 @@ fn compiled_code_is_cached_on_disk_and_not_recompiled() {
     let (compiled, hits, _) = load(cache.path());
     assert_eq!((compiled, hits), (1, 0), "first start compiles");
     let (compiled, hits, render) = load(cache.path());
-    assert_eq!((compiled, hits), (0, 1), "second start loads the cached code");
-    assert!(render.contains(r#"sluice_wasm_compilations_total{outcome="cache_hit"} 1"#), "{render}");
+    assert_eq!(
+        (compiled, hits),
+        (0, 1),
+        "second start loads the cached code"
+    );
+    assert!(
+        render.contains(r#"sluice_wasm_compilations_total{outcome="cache_hit"} 1"#),
+        "{render}"
+    );
 }

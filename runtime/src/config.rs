@@ -93,6 +93,9 @@ struct WorkerKeys {
     task_shutdown_graceful_timeout_ms: u64,
     #[serde(rename = "worker.id", default)]
     worker_id: Option<String>,
+    /// The standard transform library component (`sluice_transforms.wasm`).
+    #[serde(rename = "transforms.library", default)]
+    transforms_library: Option<PathBuf>,
     /// Where compiled WASM components are cached between starts; empty to
     /// disable. Default: `$XDG_CACHE_HOME/sluice/wasm` or `~/.cache/sluice/wasm`.
     #[serde(rename = "wasm.cache.dir", default)]
@@ -134,6 +137,7 @@ pub struct WorkerConfig {
     pub worker_id: Option<String>,
     pub embedded_topic_partitions: i32,
     pub wasm_cache_dir: Option<PathBuf>,
+    pub transforms_library: Option<PathBuf>,
     /// Keys accepted for compatibility that change nothing, with why: the
     /// worker logs them at start so nothing is ignored silently.
     pub inert_keys: Vec<(&'static str, &'static str)>,
@@ -214,6 +218,7 @@ impl WorkerConfig {
             None => default_cache_dir(),
         };
         Ok(WorkerConfig {
+            transforms_library: keys.transforms_library.or_else(default_library),
             wasm_cache_dir,
             inert_keys,
             bootstrap_servers: keys.bootstrap_servers,
@@ -237,11 +242,29 @@ impl WorkerConfig {
     }
 }
 
+/// `sluice_transforms.wasm` next to the binary, or where the container
+/// image puts it.
+fn default_library() -> Option<PathBuf> {
+    let beside = std::env::current_exe()
+        .ok()?
+        .with_file_name("sluice_transforms.wasm");
+    let image = PathBuf::from("/opt/sluice/transforms/sluice_transforms.wasm");
+    Some(if !beside.exists() && image.exists() {
+        image
+    } else {
+        beside
+    })
+}
+
 fn default_cache_dir() -> Option<PathBuf> {
     let base = std::env::var_os("XDG_CACHE_HOME")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").filter(|v| !v.is_empty()).map(|h| PathBuf::from(h).join(".cache")))?;
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|v| !v.is_empty())
+                .map(|h| PathBuf::from(h).join(".cache"))
+        })?;
     Some(base.join("sluice").join("wasm"))
 }
 
@@ -395,8 +418,12 @@ const PASS_THROUGH_CONVERTERS: [&str; 6] = [
 #[derive(Debug, Clone)]
 pub struct TransformSpec {
     pub alias: String,
-    /// Path of the WASM component.
+    /// Path of the WASM component (the standard library's, once resolved,
+    /// for a standard transform).
     pub module: PathBuf,
+    /// For a standard transform named by its class (e.g. Kafka Connect's
+    /// `InsertField$Value`): its kind in the standard library.
+    pub standard: Option<String>,
     /// Every other `transforms.<alias>.*` key, prefix removed: for `configure`.
     pub config: ConfigMap,
     pub limits: TransformLimits,
@@ -413,7 +440,8 @@ impl PartialEq for TransformSpec {
             && self.config == other.config
             && self.limits == other.limits
             && self.negate == other.negate
-            && self.predicate.as_ref().map(|p| &p.source) == other.predicate.as_ref().map(|p| &p.source)
+            && self.predicate.as_ref().map(|p| &p.source)
+                == other.predicate.as_ref().map(|p| &p.source)
     }
 }
 
@@ -479,11 +507,17 @@ impl PredicateKind {
     }
 }
 
-fn parse_predicates(aliases: &[String], keys: &ConfigMap) -> Result<Vec<PredicateSpec>, ConfigError> {
+fn parse_predicates(
+    aliases: &[String],
+    keys: &ConfigMap,
+) -> Result<Vec<PredicateSpec>, ConfigError> {
     let mut specs: Vec<PredicateSpec> = Vec::new();
     for alias in aliases {
         if specs.iter().any(|s| &s.alias == alias) {
-            return Err(ConfigError::new("predicates", format!("`{alias}` is listed twice")));
+            return Err(ConfigError::new(
+                "predicates",
+                format!("`{alias}` is listed twice"),
+            ));
         }
         let prefix = format!("{alias}.");
         let mut config: ConfigMap = keys
@@ -492,34 +526,51 @@ fn parse_predicates(aliases: &[String], keys: &ConfigMap) -> Result<Vec<Predicat
             .collect();
         let source = config.clone();
         let key = |k: &str| format!("predicates.{alias}.{k}");
-        let ty = config
-            .remove("type")
-            .ok_or_else(|| ConfigError::new(key("type"), "is required but missing (TopicNameMatches, HasHeaderKey or RecordIsTombstone)"))?;
-        let short = ty.strip_prefix("org.apache.kafka.connect.transforms.predicates.").unwrap_or(&ty);
+        let ty = config.remove("type").ok_or_else(|| {
+            ConfigError::new(
+                key("type"),
+                "is required but missing (TopicNameMatches, HasHeaderKey or RecordIsTombstone)",
+            )
+        })?;
+        let short = ty
+            .strip_prefix("org.apache.kafka.connect.transforms.predicates.")
+            .unwrap_or(&ty);
         let kind = match short {
             "TopicNameMatches" => {
-                let pattern = config
-                    .remove("pattern")
-                    .ok_or_else(|| ConfigError::new(key("pattern"), "is required for TopicNameMatches (a regular expression)"))?;
-                let re = regex::Regex::new(&format!("^(?:{pattern})$"))
-                    .map_err(|e| ConfigError::new(key("pattern"), format!("is not a valid regular expression: {e}")))?;
+                let pattern = config.remove("pattern").ok_or_else(|| {
+                    ConfigError::new(
+                        key("pattern"),
+                        "is required for TopicNameMatches (a regular expression)",
+                    )
+                })?;
+                let re = regex::Regex::new(&format!("^(?:{pattern})$")).map_err(|e| {
+                    ConfigError::new(
+                        key("pattern"),
+                        format!("is not a valid regular expression: {e}"),
+                    )
+                })?;
                 PredicateKind::TopicNameMatches(re)
             }
-            "HasHeaderKey" => PredicateKind::HasHeaderKey(
-                config
-                    .remove("name")
-                    .ok_or_else(|| ConfigError::new(key("name"), "is required for HasHeaderKey (the header key)"))?,
-            ),
+            "HasHeaderKey" => {
+                PredicateKind::HasHeaderKey(config.remove("name").ok_or_else(|| {
+                    ConfigError::new(key("name"), "is required for HasHeaderKey (the header key)")
+                })?)
+            }
             "RecordIsTombstone" => PredicateKind::RecordIsTombstone,
             other => {
                 return Err(ConfigError::new(
                     key("type"),
-                    format!("`{other}` is not a known predicate; expected TopicNameMatches, HasHeaderKey or RecordIsTombstone"),
+                    format!(
+                        "`{other}` is not a known predicate; expected TopicNameMatches, HasHeaderKey or RecordIsTombstone"
+                    ),
                 ));
             }
         };
         if let Some(extra) = config.keys().next() {
-            return Err(ConfigError::new(key(extra), format!("is not a key of {short}")));
+            return Err(ConfigError::new(
+                key(extra),
+                format!("is not a key of {short}"),
+            ));
         }
         specs.push(PredicateSpec {
             alias: alias.clone(),
@@ -659,6 +710,66 @@ fn is_common_key(k: &str) -> bool {
     )
 }
 
+/// The transforms of Sluice's standard library (`plugins/transforms`),
+/// by the names Kafka Connect gives its SMTs.
+pub const STANDARD_TRANSFORMS: [&str; 13] = [
+    "InsertField",
+    "ReplaceField",
+    "MaskField",
+    "Filter",
+    "Cast",
+    "TimestampConverter",
+    "ExtractField",
+    "ValueToKey",
+    "HoistField",
+    "RegexRouter",
+    "InsertHeader",
+    "HeaderFrom",
+    "LatencyStamp",
+];
+
+/// `org.apache.kafka.connect.transforms.InsertField$Value` (or just
+/// `InsertField$Value`) to the library's kind `InsertField$Value`.
+fn standard_kind(class: &str) -> Option<String> {
+    let short = class
+        .strip_prefix("org.apache.kafka.connect.transforms.")
+        .or_else(|| class.strip_prefix("sluice.transforms."))
+        .unwrap_or(class);
+    let (base, variant) = match short.split_once('$') {
+        Some((b, v)) => (b, Some(v)),
+        None => (short, None),
+    };
+    (STANDARD_TRANSFORMS.contains(&base) && matches!(variant, None | Some("Key" | "Value")))
+        .then(|| short.to_string())
+}
+
+impl CommonConfig {
+    /// Points standard transforms at the library component, or fails naming
+    /// the transform that needs it.
+    pub fn resolve_standard_transforms(
+        &mut self,
+        library: Option<&Path>,
+    ) -> Result<(), ConfigError> {
+        for t in &mut self.transforms {
+            let Some(kind) = &t.standard else { continue };
+            let Some(path) = library.filter(|p| p.exists()) else {
+                return Err(ConfigError::new(
+                    format!("transforms.{}.type", t.alias),
+                    format!(
+                        "`{kind}` is a standard transform, but this worker has no standard transform library{}: build it with plugins/transforms/build.sh and set `transforms.library` in the worker config",
+                        library
+                            .map(|p| format!(" (looked for {})", p.display()))
+                            .unwrap_or_default()
+                    ),
+                ));
+            };
+            t.module = path.to_path_buf();
+            t.config.insert("kind".into(), kind.clone());
+        }
+        Ok(())
+    }
+}
+
 fn parse_transforms(
     aliases: &[String],
     keys: &ConfigMap,
@@ -667,7 +778,10 @@ fn parse_transforms(
     let mut specs: Vec<TransformSpec> = Vec::with_capacity(aliases.len());
     for alias in aliases {
         if specs.iter().any(|s| &s.alias == alias) {
-            return Err(ConfigError::new("transforms", format!("`{alias}` is listed twice")));
+            return Err(ConfigError::new(
+                "transforms",
+                format!("`{alias}` is listed twice"),
+            ));
         }
         let prefix = format!("{alias}.");
         let mut config: ConfigMap = keys
@@ -675,22 +789,53 @@ fn parse_transforms(
             .filter_map(|(k, v)| k.strip_prefix(&prefix).map(|r| (r.to_string(), v.clone())))
             .collect();
         let key = |k: &str| format!("transforms.{alias}.{k}");
-        match config.remove("type").as_deref() {
-            Some("wasm") => {}
-            Some(other) => {
+        let (module, standard) = match config.remove("type").as_deref() {
+            Some("wasm") => {
+                let module = config.remove("module").ok_or_else(|| {
+                    ConfigError::new(
+                        key("module"),
+                        "is required but missing (the path of a .wasm component)",
+                    )
+                })?;
+                (PathBuf::from(module), None)
+            }
+            Some(other) => match standard_kind(other) {
+                Some(kind) => {
+                    if config.contains_key("module") {
+                        return Err(ConfigError::new(
+                            key("module"),
+                            format!("is not used with the standard transform `{other}`"),
+                        ));
+                    }
+                    if config.contains_key("kind") {
+                        return Err(ConfigError::new(
+                            key("kind"),
+                            "is set from `type` for a standard transform",
+                        ));
+                    }
+                    (PathBuf::new(), Some(kind))
+                }
+                None => {
+                    return Err(ConfigError::new(
+                        key("type"),
+                        format!(
+                            "`{other}` is not supported: use `wasm` with a `module`, or a standard transform ({})",
+                            STANDARD_TRANSFORMS.join(", ")
+                        ),
+                    ));
+                }
+            },
+            None => {
                 return Err(ConfigError::new(
                     key("type"),
-                    format!("`{other}` is not supported; Sluice transforms are WASM components: set it to `wasm` and name the component in `module`"),
+                    "is required but missing (`wasm`, or a standard transform's class)",
                 ));
             }
-            None => return Err(ConfigError::new(key("type"), "is required but missing (expected `wasm`)")),
-        }
-        let module = config
-            .remove("module")
-            .ok_or_else(|| ConfigError::new(key("module"), "is required but missing (the path of a .wasm component)"))?;
+        };
         let limit_keys = sluice_sdk::config::subset(&config, "limits.");
         config.retain(|k, _| !k.starts_with("limits."));
-        let parsed: LimitKeys = from_string_map(&limit_keys).map_err(|e| e.in_namespace(&key("limits.")))?;
+        let parsed: LimitKeys =
+            from_string_map(&limit_keys).map_err(|e| e.in_namespace(&key("limits.")))?;
         let defaults = TransformLimits::default();
         let limits = TransformLimits {
             timeout_ms: parsed.timeout_ms.unwrap_or(defaults.timeout_ms),
@@ -698,29 +843,53 @@ fn parse_transforms(
             module_bytes: parsed.module_bytes.unwrap_or(defaults.module_bytes),
         };
         if limits.timeout_ms == 0 {
-            return Err(ConfigError::new(key("limits.timeout.ms"), "must be at least 1"));
+            return Err(ConfigError::new(
+                key("limits.timeout.ms"),
+                "must be at least 1",
+            ));
         }
         if limits.memory_bytes < 64 * 1024 {
-            return Err(ConfigError::new(key("limits.memory.bytes"), "must be at least 65536 (one WASM page)"));
+            return Err(ConfigError::new(
+                key("limits.memory.bytes"),
+                "must be at least 65536 (one WASM page)",
+            ));
         }
         let predicate = match config.remove("predicate") {
-            Some(name) => Some(predicates.iter().find(|p| p.alias == name).cloned().ok_or_else(|| {
-                ConfigError::new(key("predicate"), format!("names `{name}`, which is not listed in `predicates`"))
-            })?),
+            Some(name) => Some(
+                predicates
+                    .iter()
+                    .find(|p| p.alias == name)
+                    .cloned()
+                    .ok_or_else(|| {
+                        ConfigError::new(
+                            key("predicate"),
+                            format!("names `{name}`, which is not listed in `predicates`"),
+                        )
+                    })?,
+            ),
             None => None,
         };
         let negate = match config.remove("negate").as_deref() {
             None => false,
             Some(v) if v.eq_ignore_ascii_case("true") => true,
             Some(v) if v.eq_ignore_ascii_case("false") => false,
-            Some(v) => return Err(ConfigError::new(key("negate"), format!("expected `true` or `false`, got `{v}`"))),
+            Some(v) => {
+                return Err(ConfigError::new(
+                    key("negate"),
+                    format!("expected `true` or `false`, got `{v}`"),
+                ));
+            }
         };
         if negate && predicate.is_none() {
-            return Err(ConfigError::new(key("negate"), "needs a `predicate` to negate"));
+            return Err(ConfigError::new(
+                key("negate"),
+                "needs a `predicate` to negate",
+            ));
         }
         specs.push(TransformSpec {
             alias: alias.clone(),
-            module: PathBuf::from(module),
+            module,
+            standard,
             config,
             limits,
             predicate,
@@ -813,14 +982,27 @@ mod tests {
         let mut bad = spec.config.clone();
         bad.insert(
             "transforms.t.type".into(),
-            "org.apache.kafka.connect.transforms.InsertField$Value".into(),
+            "org.apache.kafka.connect.transforms.Flatten$Value".into(),
         );
         let err = CommonConfig::split(&bad).unwrap_err();
         assert_eq!(err.key.as_deref(), Some("transforms.t.type"));
+        // A standard transform takes its module from the library.
+        bad.insert(
+            "transforms.t.type".into(),
+            "org.apache.kafka.connect.transforms.InsertField$Value".into(),
+        );
+        let err = CommonConfig::split(&bad).unwrap_err();
+        assert_eq!(err.key.as_deref(), Some("transforms.t.module"));
+        bad.remove("transforms.t.module");
+        let (common, _) = CommonConfig::split(&bad).unwrap();
+        assert_eq!(common.transforms[0].standard.as_deref(), Some("InsertField$Value"));
         let mut with_predicate = spec.config.clone();
         for (k, v) in [
             ("predicates", "onlyOrders"),
-            ("predicates.onlyOrders.type", "org.apache.kafka.connect.transforms.predicates.TopicNameMatches"),
+            (
+                "predicates.onlyOrders.type",
+                "org.apache.kafka.connect.transforms.predicates.TopicNameMatches",
+            ),
             ("predicates.onlyOrders.pattern", "orders-.*"),
             ("transforms.t.predicate", "onlyOrders"),
             ("transforms.t.negate", "true"),
@@ -832,19 +1014,37 @@ mod tests {
         let t = &common.transforms[0];
         assert!(t.negate);
         assert_eq!(t.limits.timeout_ms, 250);
-        assert!(!t.config.contains_key("limits.timeout.ms"), "limits are not passed to configure");
+        assert!(
+            !t.config.contains_key("limits.timeout.ms"),
+            "limits are not passed to configure"
+        );
         let p = &t.predicate.as_ref().unwrap().kind;
-        let rec = |topic: &str| sluice_sdk::Record { topic: topic.into(), ..Default::default() };
-        assert!(p.test(&rec("orders-eu")) && !p.test(&rec("x-orders-eu")), "whole-topic match");
+        let rec = |topic: &str| sluice_sdk::Record {
+            topic: topic.into(),
+            ..Default::default()
+        };
+        assert!(
+            p.test(&rec("orders-eu")) && !p.test(&rec("x-orders-eu")),
+            "whole-topic match"
+        );
         let mut bad = with_predicate.clone();
         bad.insert("transforms.t.predicate".into(), "nope".into());
-        assert_eq!(CommonConfig::split(&bad).unwrap_err().key.as_deref(), Some("transforms.t.predicate"));
+        assert_eq!(
+            CommonConfig::split(&bad).unwrap_err().key.as_deref(),
+            Some("transforms.t.predicate")
+        );
         let mut bad = with_predicate.clone();
         bad.insert("predicates.onlyOrders.pattern".into(), "(".into());
-        assert_eq!(CommonConfig::split(&bad).unwrap_err().key.as_deref(), Some("predicates.onlyOrders.pattern"));
+        assert_eq!(
+            CommonConfig::split(&bad).unwrap_err().key.as_deref(),
+            Some("predicates.onlyOrders.pattern")
+        );
         let mut bad = with_predicate.clone();
         bad.insert("transforms.t.limits.cpu".into(), "1".into());
-        assert_eq!(CommonConfig::split(&bad).unwrap_err().key.as_deref(), Some("transforms.t.limits.cpu"));
+        assert_eq!(
+            CommonConfig::split(&bad).unwrap_err().key.as_deref(),
+            Some("transforms.t.limits.cpu")
+        );
 
         let mut bad = spec.config.clone();
         bad.insert("tasks.max".into(), "lots".into());

@@ -94,33 +94,53 @@ impl Metrics {
         )
         .expect("valid metric");
         let transform_calls = IntCounterVec::new(
-            Opts::new("sluice_transform_calls_total", "Batch calls into each WASM transform"),
+            Opts::new(
+                "sluice_transform_calls_total",
+                "Batch calls into each WASM transform",
+            ),
             &["connector", "task", "transform"],
         )
         .expect("valid metric");
         let transform_records = IntCounterVec::new(
-            Opts::new("sluice_transform_records_total", "Records into (in) and out of (out) each WASM transform"),
+            Opts::new(
+                "sluice_transform_records_total",
+                "Records into (in) and out of (out) each WASM transform",
+            ),
             &["connector", "task", "transform", "direction"],
         )
         .expect("valid metric");
         let transform_errors = IntCounterVec::new(
-            Opts::new("sluice_transform_errors_total", "Records each WASM transform failed, by error class"),
+            Opts::new(
+                "sluice_transform_errors_total",
+                "Records each WASM transform failed, by error class",
+            ),
             &["connector", "task", "transform", "class"],
         )
         .expect("valid metric");
         let transform_call_seconds = HistogramVec::new(
-            HistogramOpts::new("sluice_transform_call_seconds", "Time per batch call into each WASM transform")
-                .buckets(vec![0.00005, 0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0]),
+            HistogramOpts::new(
+                "sluice_transform_call_seconds",
+                "Time per batch call into each WASM transform",
+            )
+            .buckets(vec![
+                0.00005, 0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0,
+            ]),
             &["connector", "task", "transform"],
         )
         .expect("valid metric");
         let wasm_restarts = IntCounterVec::new(
-            Opts::new("sluice_wasm_instance_restarts_total", "WASM instances discarded after a trap, timeout or memory blow-up"),
+            Opts::new(
+                "sluice_wasm_instance_restarts_total",
+                "WASM instances discarded after a trap, timeout or memory blow-up",
+            ),
             &["connector", "task", "transform"],
         )
         .expect("valid metric");
         let wasm_compilations = IntCounterVec::new(
-            Opts::new("sluice_wasm_compilations_total", "WASM components compiled, or loaded compiled from the disk cache"),
+            Opts::new(
+                "sluice_wasm_compilations_total",
+                "WASM components compiled, or loaded compiled from the disk cache",
+            ),
             &["outcome"],
         )
         .expect("valid metric");
@@ -166,9 +186,16 @@ impl Metrics {
         let l = [connector, task.as_str(), transform];
         TransformMetrics {
             calls: self.transform_calls.with_label_values(&l),
-            records_in: self.transform_records.with_label_values(&[l[0], l[1], l[2], "in"]),
-            records_out: self.transform_records.with_label_values(&[l[0], l[1], l[2], "out"]),
-            errors: ["data", "retriable", "fatal"].map(|c| self.transform_errors.with_label_values(&[l[0], l[1], l[2], c])),
+            records_in: self
+                .transform_records
+                .with_label_values(&[l[0], l[1], l[2], "in"]),
+            records_out: self
+                .transform_records
+                .with_label_values(&[l[0], l[1], l[2], "out"]),
+            errors: ["data", "retriable", "fatal"].map(|c| {
+                self.transform_errors
+                    .with_label_values(&[l[0], l[1], l[2], c])
+            }),
             batch_seconds: self.transform_call_seconds.with_label_values(&l),
             restarts: self.wasm_restarts.with_label_values(&l),
         }

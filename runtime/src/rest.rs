@@ -22,7 +22,10 @@ pub fn router(worker: Arc<Worker>) -> Router {
         .route("/metrics", get(metrics))
         .route("/connectors", get(list_connectors))
         .route("/connectors/{name}", get(get_connector))
-        .route("/connectors/{name}/config", get(get_config).merge(put(put_config)))
+        .route(
+            "/connectors/{name}/config",
+            get(get_config).merge(put(put_config)),
+        )
         .route("/connectors/{name}/status", get(get_status))
         .route("/connectors/{name}/tasks", get(get_tasks))
         .route(
@@ -182,11 +185,14 @@ async fn put_config(
     Path(name): Path<String>,
     body: Result<Json<Value>, JsonRejection>,
 ) -> Result<Response, ApiError> {
-    let Json(config) = body.map_err(|e| ApiError::bad_request(format!("request body: {}", e.body_text())))?;
+    let Json(config) =
+        body.map_err(|e| ApiError::bad_request(format!("request body: {}", e.body_text())))?;
     let spec = ConnectorSpec::from_json(&json!({"name": name, "config": config}))
         .map_err(|e| ApiError::bad_request(format!("Connector configuration is invalid: {e}")))?;
     let outcome = worker.put(&spec).await.map_err(|e| match e {
-        WorkerError::Invalid { error, .. } => ApiError::bad_request(format!("Connector configuration is invalid: {error}")),
+        WorkerError::Invalid { error, .. } => {
+            ApiError::bad_request(format!("Connector configuration is invalid: {error}"))
+        }
         WorkerError::AlreadyExists(n) => ApiError {
             status: StatusCode::CONFLICT,
             message: format!("Connector {n} already exists"),
@@ -196,9 +202,23 @@ async fn put_config(
             message: e.to_string(),
         },
     })?;
-    let info = info_json(&worker, &name).await.ok_or_else(|| unknown(&name))?;
-    let status = if outcome == Updated::Created { StatusCode::CREATED } else { StatusCode::OK };
-    Ok((status, Json(info)).into_response())
+    let info = info_json(&worker, &name)
+        .await
+        .ok_or_else(|| unknown(&name))?;
+    let status = if outcome == Updated::Created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    // What the update did, for operators and scripts (Kafka Connect has no
+    // equivalent; the body keeps its shape).
+    let what = match outcome {
+        Updated::Created => "created",
+        Updated::TransformsSwapped => "transforms-swapped",
+        Updated::Restarted => "restarted",
+        Updated::Unchanged => "unchanged",
+    };
+    Ok((status, [("sluice-config-update", what)], Json(info)).into_response())
 }
 
 fn task_json(worker: &Worker, id: u32, s: &TaskStatus) -> Value {

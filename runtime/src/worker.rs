@@ -80,6 +80,7 @@ pub struct ConnectorStatus {
 
 pub struct Worker {
     pub id: String,
+    transforms_library: Option<std::path::PathBuf>,
     registry: Registry,
     clients: KafkaClients,
     wasm: WasmHost,
@@ -92,6 +93,7 @@ pub struct Worker {
 
 pub struct WorkerOptions {
     pub id: String,
+    pub transforms_library: Option<std::path::PathBuf>,
     pub wasm_cache_dir: Option<std::path::PathBuf>,
     pub clients: KafkaClients,
     pub offsets: OffsetStore,
@@ -104,9 +106,13 @@ impl Worker {
     pub fn new(options: WorkerOptions) -> anyhow::Result<Self> {
         Ok(Self {
             id: options.id,
+            transforms_library: options.transforms_library,
             registry: Registry::builtin(),
             clients: options.clients,
-            wasm: WasmHost::new(options.wasm_cache_dir, options.metrics.wasm_compilations.clone())?,
+            wasm: WasmHost::new(
+                options.wasm_cache_dir,
+                options.metrics.wasm_compilations.clone(),
+            )?,
             metrics: options.metrics,
             offsets: Arc::new(options.offsets),
             default_partitions: options.default_partitions,
@@ -134,7 +140,8 @@ impl Worker {
     /// Every check short of running: common keys, the plugin's own keys,
     /// topics, and every WASM module loaded and checked against the WIT.
     pub async fn validate(&self, spec: &ConnectorSpec) -> Result<ValidatedConnector, ConfigError> {
-        let (common, plugin_config) = CommonConfig::split(&spec.config)?;
+        let (mut common, plugin_config) = CommonConfig::split(&spec.config)?;
+        common.resolve_standard_transforms(self.transforms_library.as_deref())?;
         let plugin = self
             .registry
             .find(&common.connector_class)
@@ -250,7 +257,12 @@ impl Worker {
     /// tasks' next batch boundary, without a restart; any other change stops
     /// the tasks cleanly (their in-flight batches commit) and starts new ones.
     pub async fn put(&self, spec: &ConnectorSpec) -> Result<Updated, WorkerError> {
-        let current = self.connectors.read().await.get(&spec.name).map(|c| c.spec.clone());
+        let current = self
+            .connectors
+            .read()
+            .await
+            .get(&spec.name)
+            .map(|c| c.spec.clone());
         let Some(current) = current else {
             self.create(spec).await?;
             return Ok(Updated::Created);
@@ -258,19 +270,28 @@ impl Worker {
         if current.config == spec.config {
             return Ok(Updated::Unchanged);
         }
-        let validated = self.validate(spec).await.map_err(|error| WorkerError::Invalid {
-            name: spec.name.clone(),
-            error,
-        })?;
+        let validated = self
+            .validate(spec)
+            .await
+            .map_err(|error| WorkerError::Invalid {
+                name: spec.name.clone(),
+                error,
+            })?;
         let is_chain_key = |k: &String| k.starts_with("transforms") || k.starts_with("predicates");
         let outside = |c: &ConfigMap| -> ConfigMap {
-            c.iter().filter(|(k, _)| !is_chain_key(k)).map(|(k, v)| (k.clone(), v.clone())).collect()
+            c.iter()
+                .filter(|(k, _)| !is_chain_key(k))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
         };
         if outside(&current.config) == outside(&spec.config) {
             let mut connectors = self.connectors.write().await;
             let c = connectors
                 .get_mut(&spec.name)
-                .ok_or_else(|| WorkerError::Start { name: spec.name.clone(), message: "deleted during the update".into() })?;
+                .ok_or_else(|| WorkerError::Start {
+                    name: spec.name.clone(),
+                    message: "deleted during the update".into(),
+                })?;
             c.spec = spec.clone();
             c.chain.send_replace(validated.chain);
             tracing::info!(connector = %spec.name, "transforms updated; tasks swap them in at their next batch boundary");
@@ -335,11 +356,13 @@ impl Worker {
             env.chain_updates.mark_unchanged();
             if !chain.is_empty() {
                 let (connector, task) = (name.to_string(), id);
-                let instantiated = tokio::task::spawn_blocking(move || chain.instantiate(&metrics, &connector, task))
-                    .await
-                    .map_err(|e| {
-                        sluice_sdk::ConnectError::fatal(format!("instantiating transforms: {e}"))
-                    })?;
+                let instantiated = tokio::task::spawn_blocking(move || {
+                    chain.instantiate(&metrics, &connector, task)
+                })
+                .await
+                .map_err(|e| {
+                    sluice_sdk::ConnectError::fatal(format!("instantiating transforms: {e}"))
+                })?;
                 env.chain = std::sync::Mutex::new(Some(instantiated?));
             }
             task_status.set(State::Running, None);

@@ -129,9 +129,14 @@ impl TaskEnv {
             return;
         }
         let compiled = self.chain_updates.borrow_and_update().clone();
-        let (metrics, connector, task) = (self.metrics.clone(), self.connector.clone(), self.task_id);
+        let (metrics, connector, task) =
+            (self.metrics.clone(), self.connector.clone(), self.task_id);
         let result = tokio::task::spawn_blocking(move || {
-            if compiled.is_empty() { Ok(None) } else { compiled.instantiate(&metrics, &connector, task).map(Some) }
+            if compiled.is_empty() {
+                Ok(None)
+            } else {
+                compiled.instantiate(&metrics, &connector, task).map(Some)
+            }
         })
         .await;
         match result {
@@ -139,8 +144,12 @@ impl TaskEnv {
                 *self.chain.get_mut().expect("chain lock") = chain;
                 tracing::info!("transform chain updated at a batch boundary");
             }
-            Ok(Err(e)) => tracing::error!(error = %e.full_message(), "the updated transform chain failed to start; the previous one keeps running"),
-            Err(e) => tracing::error!(error = %e, "the updated transform chain failed to start; the previous one keeps running"),
+            Ok(Err(e)) => {
+                tracing::error!(error = %e.full_message(), "the updated transform chain failed to start; the previous one keeps running")
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "the updated transform chain failed to start; the previous one keeps running")
+            }
         }
     }
 

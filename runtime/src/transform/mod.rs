@@ -28,9 +28,12 @@ impl CompiledChain {
             let module = match loaded.get(&spec.module) {
                 Some(m) => m.clone(),
                 None => {
-                    let m = host
-                        .load(&spec.module, &spec.limits)
-                        .map_err(|e| (format!("transforms.{}.module", spec.alias), format!("{e:#}")))?;
+                    let m = host.load(&spec.module, &spec.limits).map_err(|e| {
+                        (
+                            format!("transforms.{}.module", spec.alias),
+                            format!("{e:#}"),
+                        )
+                    })?;
                     loaded.insert(spec.module.clone(), m.clone());
                     m
                 }
@@ -48,10 +51,19 @@ impl CompiledChain {
     }
 
     /// Instances for one task (instantiated and configured).
-    pub fn instantiate(&self, metrics: &Metrics, connector: &str, task: u32) -> Result<TransformChain, ConnectError> {
+    pub fn instantiate(
+        &self,
+        metrics: &Metrics,
+        connector: &str,
+        task: u32,
+    ) -> Result<TransformChain, ConnectError> {
         let mut stages = Vec::with_capacity(self.stages.len());
         for (spec, module) in &self.stages {
-            let config = spec.config.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+            let config = spec
+                .config
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
             let transform = WasmTransform::new(
                 &self.host,
                 module.clone(),
@@ -128,7 +140,12 @@ impl TransformChain {
             let mut results: Vec<Option<Result<Vec<Record>, ConnectError>>> = if sent.is_empty() {
                 Vec::new()
             } else {
-                stage.transform.transform_batch(sent).into_iter().map(Some).collect()
+                stage
+                    .transform
+                    .transform_batch(sent)
+                    .into_iter()
+                    .map(Some)
+                    .collect()
             };
             let mut next = Vec::with_capacity(order.len());
             for slot in order {
@@ -149,10 +166,15 @@ impl TransformChain {
                 }
             }
             // A record that failed anywhere is out of the chain entirely.
-            flowing = next.into_iter().filter(|(o, _)| failures[*o].is_none()).collect();
+            flowing = next
+                .into_iter()
+                .filter(|(o, _)| failures[*o].is_none())
+                .collect();
         }
-        let mut out: Vec<Result<Vec<Record>, TransformFailure>> =
-            failures.into_iter().map(|f| f.map_or_else(|| Ok(Vec::new()), Err)).collect();
+        let mut out: Vec<Result<Vec<Record>, TransformFailure>> = failures
+            .into_iter()
+            .map(|f| f.map_or_else(|| Ok(Vec::new()), Err))
+            .collect();
         for (origin, record) in flowing {
             if let Ok(records) = &mut out[origin] {
                 records.push(record);

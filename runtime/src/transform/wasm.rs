@@ -106,15 +106,19 @@ pub struct LoadedModule {
 impl WasmHost {
     /// `cache_dir`: where compiled code is kept between starts (created
     /// if missing); `None` compiles on every start.
-    pub fn new(cache_dir: Option<PathBuf>, compilations: prometheus::IntCounterVec) -> anyhow::Result<Self> {
+    pub fn new(
+        cache_dir: Option<PathBuf>,
+        compilations: prometheus::IntCounterVec,
+    ) -> anyhow::Result<Self> {
         let mut config = Config::new();
         config.wasm_component_model(true).epoch_interruption(true);
         let engine = Engine::new(&config)?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
         if let Some(dir) = &cache_dir {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| anyhow::anyhow!("creating the WASM cache directory {}: {e}", dir.display()))?;
+            std::fs::create_dir_all(dir).map_err(|e| {
+                anyhow::anyhow!("creating the WASM cache directory {}: {e}", dir.display())
+            })?;
             #[cfg(unix)]
             {
                 use std::os::unix::fs::PermissionsExt;
@@ -124,15 +128,17 @@ impl WasmHost {
         }
         let stop = Arc::new(AtomicBool::new(false));
         let (weak_engine, stop_flag) = (engine.weak(), stop.clone());
-        std::thread::Builder::new().name("wasm-epoch".into()).spawn(move || {
-            while !stop_flag.load(Ordering::Relaxed) {
-                std::thread::sleep(EPOCH_TICK);
-                match weak_engine.upgrade() {
-                    Some(e) => e.increment_epoch(),
-                    None => break,
+        std::thread::Builder::new()
+            .name("wasm-epoch".into())
+            .spawn(move || {
+                while !stop_flag.load(Ordering::Relaxed) {
+                    std::thread::sleep(EPOCH_TICK);
+                    match weak_engine.upgrade() {
+                        Some(e) => e.increment_epoch(),
+                        None => break,
+                    }
                 }
-            }
-        })?;
+            })?;
         Ok(Self {
             engine,
             linker: Arc::new(linker),
@@ -161,7 +167,8 @@ impl WasmHost {
                 limits.module_bytes
             );
         }
-        let bytes = std::fs::read(path).map_err(|e| anyhow::anyhow!("loading WASM component {}: {e}", path.display()))?;
+        let bytes = std::fs::read(path)
+            .map_err(|e| anyhow::anyhow!("loading WASM component {}: {e}", path.display()))?;
         let component = self
             .compile(&bytes)
             .map_err(|e| anyhow::anyhow!("loading WASM component {}: {e:#}", path.display()))?;
@@ -176,7 +183,12 @@ impl WasmHost {
         }
         let exports: Vec<(String, bool)> = ty
             .exports(&self.engine)
-            .map(|(n, item)| (n.to_string(), matches!(item.ty, ComponentItem::ComponentFunc(_))))
+            .map(|(n, item)| {
+                (
+                    n.to_string(),
+                    matches!(item.ty, ComponentItem::ComponentFunc(_)),
+                )
+            })
             .collect();
         let flavor = if exports.iter().any(|(n, _)| n == RECORDS_EXPORT) {
             Flavor::Records
@@ -187,7 +199,11 @@ impl WasmHost {
             anyhow::bail!(
                 "WASM component {} exports neither `{RECORDS_EXPORT}` nor the bytes world's `transform-batch` (it exports: {})",
                 path.display(),
-                if names.is_empty() { "nothing".to_string() } else { names.join(", ") }
+                if names.is_empty() {
+                    "nothing".to_string()
+                } else {
+                    names.join(", ")
+                }
             );
         };
         let module = LoadedModule {
@@ -214,7 +230,9 @@ impl WasmHost {
             return Ok(Component::new(&self.engine, bytes)?);
         };
         let mut engine_hash = std::collections::hash_map::DefaultHasher::new();
-        self.engine.precompile_compatibility_hash().hash(&mut engine_hash);
+        self.engine
+            .precompile_compatibility_hash()
+            .hash(&mut engine_hash);
         let content = sha2::Sha256::digest(bytes);
         let hex: String = content.iter().map(|b| format!("{b:02x}")).collect();
         let file = dir.join(format!("{hex}-{:016x}.cwasm", engine_hash.finish()));
@@ -228,7 +246,9 @@ impl WasmHost {
                     self.compilations.with_label_values(&["cache_hit"]).inc();
                     return Ok(c);
                 }
-                Err(e) => tracing::warn!(file = %file.display(), error = %e, "discarding an unusable cached compilation"),
+                Err(e) => {
+                    tracing::warn!(file = %file.display(), error = %e, "discarding an unusable cached compilation")
+                }
             }
         }
         let started = Instant::now();
@@ -248,8 +268,14 @@ impl WasmHost {
     fn store(&self, transform: &str, limits: &TransformLimits) -> Store<GuestState> {
         let name: Arc<str> = Arc::from(transform);
         let wasi = WasiCtxBuilder::new()
-            .stdout(GuestLog { transform: name.clone(), stderr: false })
-            .stderr(GuestLog { transform: name, stderr: true })
+            .stdout(GuestLog {
+                transform: name.clone(),
+                stderr: false,
+            })
+            .stderr(GuestLog {
+                transform: name,
+                stderr: true,
+            })
             .allow_tcp(false)
             .allow_udp(false)
             .allow_ip_name_lookup(false)
@@ -322,7 +348,10 @@ struct GuestLogStream {
 
 impl GuestLogStream {
     fn new(log: GuestLog) -> Self {
-        Self { log, line: Vec::new() }
+        Self {
+            log,
+            line: Vec::new(),
+        }
     }
 
     fn push(&mut self, mut bytes: &[u8]) {
@@ -378,7 +407,11 @@ impl OutputStream for GuestLogStream {
 }
 
 impl tokio::io::AsyncWrite for GuestLogStream {
-    fn poll_write(mut self: Pin<&mut Self>, _: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
         self.push(buf);
         Poll::Ready(Ok(buf.len()))
     }
@@ -402,14 +435,30 @@ enum Instance {
 type Outcome = Result<Vec<Record>, ConnectError>;
 
 impl Instance {
-    fn new(store: &mut Store<GuestState>, module: &LoadedModule, linker: &Linker<GuestState>) -> wasmtime::Result<Self> {
+    fn new(
+        store: &mut Store<GuestState>,
+        module: &LoadedModule,
+        linker: &Linker<GuestState>,
+    ) -> wasmtime::Result<Self> {
         Ok(match module.flavor {
-            Flavor::Records => Instance::Records(RecordsWorld::instantiate(&mut *store, &module.component, linker)?),
-            Flavor::Bytes => Instance::Bytes(bytes_world::Bytes::instantiate(&mut *store, &module.component, linker)?),
+            Flavor::Records => Instance::Records(RecordsWorld::instantiate(
+                &mut *store,
+                &module.component,
+                linker,
+            )?),
+            Flavor::Bytes => Instance::Bytes(bytes_world::Bytes::instantiate(
+                &mut *store,
+                &module.component,
+                linker,
+            )?),
         })
     }
 
-    fn configure(&self, store: &mut Store<GuestState>, config: &[(String, String)]) -> wasmtime::Result<Result<(), ConnectError>> {
+    fn configure(
+        &self,
+        store: &mut Store<GuestState>,
+        config: &[(String, String)],
+    ) -> wasmtime::Result<Result<(), ConnectError>> {
         match self {
             Instance::Records(w) => Ok(w
                 .sluice_transform_transformer()
@@ -418,18 +467,26 @@ impl Instance {
             Instance::Bytes(w) => {
                 let out = w.call_configure(store, &codec::encode_config(config))?;
                 Ok(codec::decode_status(&out).unwrap_or_else(|e| {
-                    Err(ConnectError::fatal(format!("configure returned a malformed status: {e}")))
+                    Err(ConnectError::fatal(format!(
+                        "configure returned a malformed status: {e}"
+                    )))
                 }))
             }
         }
     }
 
     /// `Err` is a trap; `Ok(Err)` a malformed answer (per-record replay).
-    fn batch(&self, store: &mut Store<GuestState>, records: &[Record]) -> wasmtime::Result<Result<Vec<Outcome>, String>> {
+    fn batch(
+        &self,
+        store: &mut Store<GuestState>,
+        records: &[Record],
+    ) -> wasmtime::Result<Result<Vec<Outcome>, String>> {
         match self {
             Instance::Records(w) => {
                 let wit: Vec<KafkaRecord> = records.iter().map(to_wit).collect();
-                let results = w.sluice_transform_transformer().call_transform_batch(store, &wit)?;
+                let results = w
+                    .sluice_transform_transformer()
+                    .call_transform_batch(store, &wit)?;
                 Ok(Ok(results.into_iter().map(from_wit_result).collect()))
             }
             Instance::Bytes(w) => {
@@ -442,12 +499,18 @@ impl Instance {
     fn one(&self, store: &mut Store<GuestState>, record: &Record) -> wasmtime::Result<Outcome> {
         match self {
             Instance::Records(w) => Ok(from_wit_result(
-                w.sluice_transform_transformer().call_transform(store, &to_wit(record))?,
+                w.sluice_transform_transformer()
+                    .call_transform(store, &to_wit(record))?,
             )),
             Instance::Bytes(_) => Ok(match self.batch(store, std::slice::from_ref(record))? {
                 Ok(mut results) if results.len() == 1 => results.pop().expect("one result"),
-                Ok(results) => Err(ConnectError::data(format!("returned {} results for 1 record", results.len()))),
-                Err(malformed) => Err(ConnectError::data(format!("returned a malformed buffer: {malformed}"))),
+                Ok(results) => Err(ConnectError::data(format!(
+                    "returned {} results for 1 record",
+                    results.len()
+                ))),
+                Err(malformed) => Err(ConnectError::data(format!(
+                    "returned a malformed buffer: {malformed}"
+                ))),
             }),
         }
     }
@@ -494,12 +557,24 @@ impl WasmTransform {
     fn instance(&mut self) -> Result<&mut (Store<GuestState>, Instance), ConnectError> {
         if self.live.is_none() {
             let mut store = self.host.store(&self.name, &self.limits);
-            let instance = Instance::new(&mut store, &self.module, &self.host.linker)
-                .map_err(|e| ConnectError::fatal(format!("instantiating transform `{}`: {e:#}", self.name)))?;
+            let instance =
+                Instance::new(&mut store, &self.module, &self.host.linker).map_err(|e| {
+                    ConnectError::fatal(format!("instantiating transform `{}`: {e:#}", self.name))
+                })?;
             instance
                 .configure(&mut store, &self.config)
-                .map_err(|e| ConnectError::fatal(format!("transform `{}` trapped in configure: {e:#}", self.name)))?
-                .map_err(|e| ConnectError::fatal(format!("transform `{}` rejected its config: {}", self.name, e.message)))?;
+                .map_err(|e| {
+                    ConnectError::fatal(format!(
+                        "transform `{}` trapped in configure: {e:#}",
+                        self.name
+                    ))
+                })?
+                .map_err(|e| {
+                    ConnectError::fatal(format!(
+                        "transform `{}` rejected its config: {}",
+                        self.name, e.message
+                    ))
+                })?;
             self.live = Some((store, instance));
         }
         Ok(self.live.as_mut().expect("set above"))
@@ -523,7 +598,12 @@ impl WasmTransform {
                 store.set_epoch_deadline(ticks);
                 instance.batch(store, &input)
             }
-            Err(e) => return self.finish(started, input.iter().map(|_| Err(clone_error(&e))).collect()),
+            Err(e) => {
+                return self.finish(
+                    started,
+                    input.iter().map(|_| Err(clone_error(&e))).collect(),
+                );
+            }
         };
         let results = match outcome {
             Ok(Ok(results)) if results.len() == input.len() => results,
@@ -553,7 +633,9 @@ impl WasmTransform {
                 Err(e) => self.metrics.error(e.kind).inc(),
             }
         }
-        self.metrics.batch_seconds.observe(started.elapsed().as_secs_f64());
+        self.metrics
+            .batch_seconds
+            .observe(started.elapsed().as_secs_f64());
         results
     }
 
@@ -565,18 +647,29 @@ impl WasmTransform {
             Ok(result) => result,
             Err(trap) => {
                 self.discard_instance();
-                let timed_out = trap.downcast_ref::<wasmtime::Trap>().is_some_and(|t| *t == wasmtime::Trap::Interrupt);
+                let timed_out = trap
+                    .downcast_ref::<wasmtime::Trap>()
+                    .is_some_and(|t| *t == wasmtime::Trap::Interrupt);
                 let what = if timed_out {
-                    format!("exceeded its time limit of {} ms (limits.timeout.ms)", self.limits.timeout_ms)
+                    format!(
+                        "exceeded its time limit of {} ms (limits.timeout.ms)",
+                        self.limits.timeout_ms
+                    )
                 } else {
                     let text = format!("{trap:#}");
                     if text.contains("forcing trap when growing memory") {
-                        format!("exceeded its memory limit of {} bytes (limits.memory.bytes)", self.limits.memory_bytes)
+                        format!(
+                            "exceeded its memory limit of {} bytes (limits.memory.bytes)",
+                            self.limits.memory_bytes
+                        )
                     } else {
                         format!("trapped: {text}")
                     }
                 };
-                Err(ConnectError::data(format!("transform `{}` {what}", self.name)))
+                Err(ConnectError::data(format!(
+                    "transform `{}` {what}",
+                    self.name
+                )))
             }
         }
     }
@@ -594,7 +687,14 @@ fn to_wit(r: &Record) -> KafkaRecord {
         timestamp: r.timestamp,
         key: r.key.clone(),
         value: r.value.clone(),
-        headers: r.headers.iter().map(|h| WitHeader { key: h.key.clone(), value: h.value.clone() }).collect(),
+        headers: r
+            .headers
+            .iter()
+            .map(|h| WitHeader {
+                key: h.key.clone(),
+                value: h.value.clone(),
+            })
+            .collect(),
     }
 }
 
@@ -606,7 +706,14 @@ fn from_wit(r: KafkaRecord) -> Record {
         timestamp: r.timestamp,
         key: r.key,
         value: r.value,
-        headers: r.headers.into_iter().map(|h| Header { key: h.key, value: h.value }).collect(),
+        headers: r
+            .headers
+            .into_iter()
+            .map(|h| Header {
+                key: h.key,
+                value: h.value,
+            })
+            .collect(),
     }
 }
 
@@ -620,5 +727,6 @@ fn from_wit_error(e: WitError) -> ConnectError {
 }
 
 fn from_wit_result(r: Result<Vec<KafkaRecord>, WitError>) -> Outcome {
-    r.map(|records| records.into_iter().map(from_wit).collect()).map_err(from_wit_error)
+    r.map(|records| records.into_iter().map(from_wit).collect())
+        .map_err(from_wit_error)
 }

@@ -12,7 +12,8 @@
 //! | `drop` | returns nothing |
 //! | `error:CLASS` | fails with that class (data, retriable, fatal) |
 //! | `clock` | returns the wall clock (clocks are allowed) |
-//! | anything else | appends the `tag` config value to the value |
+//! | anything else | appends the `tag` config value to the value; with no
+//! `tag`, passes the record through untouched (to measure the boundary) |
 
 use sluice_sdk::guest::{Config, Transform};
 use sluice_sdk::{ConnectError, Record};
@@ -26,11 +27,17 @@ impl Transform for Chaos {
         if let Some(bad) = config.keys().find(|k| *k != "tag") {
             return Err(ConnectError::fatal(format!("unknown key `{bad}`")));
         }
-        Ok(Self { tag: config.get("tag").cloned().unwrap_or_default() })
+        Ok(Self {
+            tag: config.get("tag").cloned().unwrap_or_default(),
+        })
     }
 
     fn transform(&mut self, mut record: Record) -> Result<Vec<Record>, ConnectError> {
-        let value = String::from_utf8_lossy(record.value.as_deref().unwrap_or_default()).into_owned();
+        if self.tag.is_empty() && record.value.as_deref().is_some_and(|v| v.first() == Some(&b'{')) {
+            return Ok(vec![record]);
+        }
+        let value =
+            String::from_utf8_lossy(record.value.as_deref().unwrap_or_default()).into_owned();
         let (verb, arg) = value.split_once(':').unwrap_or((value.as_str(), ""));
         match verb {
             "trap" => panic!("chaos: trap requested"),
@@ -64,7 +71,9 @@ impl Transform for Chaos {
                 Ok(vec![record])
             }
             "flatmap" => {
-                let n: usize = arg.parse().map_err(|_| ConnectError::data("flatmap needs a count"))?;
+                let n: usize = arg
+                    .parse()
+                    .map_err(|_| ConnectError::data("flatmap needs a count"))?;
                 Ok((0..n)
                     .map(|i| {
                         let mut r = record.clone();
@@ -80,7 +89,9 @@ impl Transform for Chaos {
                 _ => ConnectError::fatal("chaos: fatal error requested"),
             }),
             "clock" => {
-                let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap();
                 record.value = Some(now.as_millis().to_string().into_bytes());
                 Ok(vec![record])
             }

@@ -12,7 +12,8 @@ impl Transform for Net {
     }
 
     fn transform(&mut self, record: Record) -> Result<Vec<Record>, ConnectError> {
-        std::net::TcpStream::connect("127.0.0.1:9").map_err(|e| ConnectError::data(e.to_string()))?;
+        std::net::TcpStream::connect("127.0.0.1:9")
+            .map_err(|e| ConnectError::data(e.to_string()))?;
         Ok(vec![record])
     }
 }

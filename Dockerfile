@@ -6,8 +6,9 @@
 #     standalone /etc/sluice/worker.json /etc/sluice/connector.json
 #
 # Volumes: /etc/sluice (configs), /opt/sluice/plugins (your transform
-# components), /var/lib/sluice (offsets, SQLite files). The example transform
-# is at /opt/sluice/transforms/example.wasm.
+# components), /var/lib/sluice (offsets, SQLite files, the compiled-WASM
+# cache). The example transform is /opt/sluice/transforms/example.wasm; the
+# standard transform library is found at /opt/sluice/transforms/.
 
 FROM rust:1.95-bookworm AS build
 # librdkafka (bundled, with ssl and zstd) and SQLite build from source.
@@ -20,7 +21,9 @@ COPY . .
 RUN rustup toolchain install \
  && cargo build --release --locked --bin sluice \
  && cargo build --release --locked --target wasm32-wasip2 \
-      --manifest-path examples/transforms/rust/Cargo.toml
+      --manifest-path examples/transforms/rust/Cargo.toml \
+ && cargo build --release --locked --target wasm32-wasip2 \
+      --manifest-path plugins/transforms/Cargo.toml
 
 FROM debian:bookworm-slim
 RUN apt-get update \
@@ -32,6 +35,8 @@ RUN apt-get update \
 COPY --from=build /src/target/release/sluice /usr/local/bin/sluice
 COPY --from=build /src/examples/transforms/rust/target/wasm32-wasip2/release/sluice_example_transform.wasm \
      /opt/sluice/transforms/example.wasm
+COPY --from=build /src/plugins/transforms/target/wasm32-wasip2/release/sluice_transforms.wasm \
+     /opt/sluice/transforms/sluice_transforms.wasm
 COPY examples/docker/worker.json /etc/sluice/worker.json
 VOLUME ["/etc/sluice", "/opt/sluice/plugins", "/var/lib/sluice"]
 USER sluice

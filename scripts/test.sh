@@ -10,5 +10,11 @@ eval "$(scripts/postgres.sh start)"
 echo "test: PostgreSQL at $SLUICE_TEST_POSTGRES_URL" >&2
 
 cargo fmt --all --check
+for guest in examples/transforms/rust plugins/transforms tests/guests; do
+  cargo fmt --all --check --manifest-path "$guest/Cargo.toml"
+done
 cargo clippy --workspace --all-targets --locked -- -D warnings
+cargo clippy -p sluice-sdk --features guest --locked -- -D warnings
 cargo test --workspace --locked
+# The guest SDK's documentation example, compiled.
+cargo test -p sluice-sdk --features guest --doc --locked

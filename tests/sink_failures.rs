@@ -10,6 +10,14 @@ use serde_json::json;
 
 use crate::fixtures::{self, InProcess};
 
+/// The group's committed offset on partition 0, if any.
+pub fn committed_offset(bootstrap: &str, group: &str, topic: &str) -> Option<i64> {
+    match committed(bootstrap, group, topic) {
+        Offset::Offset(o) => Some(o),
+        _ => None,
+    }
+}
+
 fn committed(bootstrap: &str, group: &str, topic: &str) -> Offset {
     let consumer: BaseConsumer = rdkafka::ClientConfig::new()
         .set("bootstrap.servers", bootstrap)

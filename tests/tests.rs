@@ -7,6 +7,7 @@
 mod fixtures;
 
 mod config_errors;
+mod error_handling;
 mod hot_swap;
 mod postgres;
 mod quickstart;

@@ -80,17 +80,31 @@ fn measure(mut run_batch: impl FnMut(Vec<Record>) -> usize, batch: usize) -> f64
     median(rounds)
 }
 
-fn wasm(host: &WasmHost, metrics: &Metrics, path: &std::path::Path, config: Vec<(String, String)>) -> WasmTransform {
+fn wasm(
+    host: &WasmHost,
+    metrics: &Metrics,
+    path: &std::path::Path,
+    config: Vec<(String, String)>,
+) -> WasmTransform {
     let limits = TransformLimits::default();
     let module = host.load(path, &limits).expect("component loads");
-    WasmTransform::new(host, module, "bench", config, limits, metrics.transform("bench", 0, "bench")).expect("starts")
+    WasmTransform::new(
+        host,
+        module,
+        "bench",
+        config,
+        limits,
+        metrics.transform("bench", 0, "bench"),
+    )
+    .expect("starts")
 }
 
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return; // `cargo test --benches` asks for a listing
     }
-    let reference = guest_build::build_guest("examples/transforms/rust", "sluice_example_transform.wasm");
+    let reference =
+        guest_build::build_guest("examples/transforms/rust", "sluice_example_transform.wasm");
     let guests = guest_build::build_guest("tests/guests", "sluice_test_chaos.wasm");
     let metrics = Metrics::new();
     let cache = std::env::temp_dir().join("sluice-bench-wasm-cache");
@@ -101,28 +115,77 @@ fn main() {
     rows.push(("native Rust closure (baseline)".into(), native, 1.0));
     for batch in [1, 10, 100, 1000] {
         let mut t = wasm(&host, &metrics, &reference, vec![]);
-        let ns = measure(|b| t.transform_batch(b).into_iter().map(|r| r.unwrap().len()).sum(), batch);
-        let label = if batch == 1 { "WASM, one record per call".to_string() } else { format!("WASM, batches of {batch}") };
+        let ns = measure(
+            |b| {
+                t.transform_batch(b)
+                    .into_iter()
+                    .map(|r| r.unwrap().len())
+                    .sum()
+            },
+            batch,
+        );
+        let label = if batch == 1 {
+            "WASM, one record per call".to_string()
+        } else {
+            format!("WASM, batches of {batch}")
+        };
         rows.push((label, ns, ns / native));
     }
     let native_identity = measure(|b| b.len(), 1000);
     let mut identity = wasm(&host, &metrics, &guests, vec![]);
-    let boundary_1 = measure(|b| identity.transform_batch(b).into_iter().map(|r| r.unwrap().len()).sum(), 1);
-    let boundary_1000 = measure(|b| identity.transform_batch(b).into_iter().map(|r| r.unwrap().len()).sum(), 1000);
+    let boundary_1 = measure(
+        |b| {
+            identity
+                .transform_batch(b)
+                .into_iter()
+                .map(|r| r.unwrap().len())
+                .sum()
+        },
+        1,
+    );
+    let boundary_1000 = measure(
+        |b| {
+            identity
+                .transform_batch(b)
+                .into_iter()
+                .map(|r| r.unwrap().len())
+                .sum()
+        },
+        1000,
+    );
 
     println!();
-    println!("Rust reference transform (parse JSON, uppercase a field, add a field), ~170-byte order records");
-    println!("{:<36} {:>16} {:>18}", "", "ns per record", "ratio to native");
+    println!(
+        "Rust reference transform (parse JSON, uppercase a field, add a field), ~170-byte order records"
+    );
+    println!(
+        "{:<36} {:>16} {:>18}",
+        "", "ns per record", "ratio to native"
+    );
     for (label, ns, ratio) in &rows {
         println!("{label:<36} {ns:>16.0} {ratio:>18.2}");
     }
     println!();
-    println!("The boundary alone (pass-through component; native pass-through: {native_identity:.1} ns/record)");
-    println!("{:<36} {:>16.0}", "one record per call", boundary_1 - native_identity);
-    println!("{:<36} {:>16.0}", "batches of 1000", boundary_1000 - native_identity);
+    println!(
+        "The boundary alone (pass-through component; native pass-through: {native_identity:.1} ns/record)"
+    );
+    println!(
+        "{:<36} {:>16.0}",
+        "one record per call",
+        boundary_1 - native_identity
+    );
+    println!(
+        "{:<36} {:>16.0}",
+        "batches of 1000",
+        boundary_1000 - native_identity
+    );
     let target = Duration::from_micros(1).as_nanos() as f64;
     println!(
         "\ntarget: with batching the boundary adds under {target:.0} ns per small record: {}",
-        if boundary_1000 - native_identity < target { "met" } else { "NOT met" }
+        if boundary_1000 - native_identity < target {
+            "met"
+        } else {
+            "NOT met"
+        }
     );
 }

@@ -35,6 +35,109 @@ enum Command {
         /// Connector configs (Kafka Connect JSON: {"name", "config"}).
         connectors: Vec<PathBuf>,
     },
+    /// Inspects or replays a dead-letter queue.
+    Dlq {
+        #[command(subcommand)]
+        command: DlqCommand,
+    },
+}
+
+#[derive(clap::Args)]
+struct ClusterArgs {
+    /// The Kafka cluster (a running worker logs its embedded broker's address).
+    #[arg(long)]
+    bootstrap_servers: Option<String>,
+    /// Take the cluster and its security settings from a worker config.
+    #[arg(long)]
+    worker: Option<PathBuf>,
+}
+
+#[derive(Subcommand)]
+enum DlqCommand {
+    /// Counts a DLQ by stage, error class and origin topic, with samples.
+    Inspect {
+        #[arg(long)]
+        topic: String,
+        #[command(flatten)]
+        cluster: ClusterArgs,
+        /// Sample records shown per error class.
+        #[arg(long, default_value_t = 3)]
+        samples: usize,
+        /// `table` or `json`.
+        #[arg(long, default_value = "table")]
+        output: String,
+    },
+    /// Re-produces dead-lettered records to their origin topic (or --to).
+    /// Resumable: a second run replays nothing already replayed.
+    Replay {
+        #[arg(long)]
+        topic: String,
+        #[command(flatten)]
+        cluster: ClusterArgs,
+        #[arg(long)]
+        to: Option<String>,
+        #[arg(long)]
+        error_class: Option<String>,
+        #[arg(long)]
+        stage: Option<String>,
+        #[arg(long)]
+        max: Option<u64>,
+        #[arg(long)]
+        dry_run: bool,
+        /// `table` or `json`.
+        #[arg(long, default_value = "table")]
+        output: String,
+    },
+}
+
+fn clients_for(cluster: &ClusterArgs) -> Result<KafkaClients, String> {
+    let config = match &cluster.worker {
+        Some(file) => WorkerConfig::load(file).map_err(|e| e.to_string())?,
+        None => WorkerConfig::from_map(&Default::default()).map_err(|e| e.to_string())?,
+    };
+    let bootstrap = cluster
+        .bootstrap_servers
+        .clone()
+        .or_else(|| config.bootstrap_servers.clone())
+        .ok_or("name the cluster with --bootstrap-servers, or --worker with a worker config that has bootstrap.servers")?;
+    Ok(KafkaClients::new(&config, bootstrap, None))
+}
+
+fn dlq(command: DlqCommand) -> ExitCode {
+    let outcome = match command {
+        DlqCommand::Inspect { topic, cluster, samples, output } => clients_for(&cluster).and_then(|clients| {
+            crate::dlq::inspect(&clients, &topic, samples)
+                .map(|r| if output == "json" { serde_json::to_string_pretty(&r).expect("serialises") } else { r.render() })
+                .map_err(|e| format!("{e:#}"))
+        }),
+        DlqCommand::Replay { topic, cluster, to, error_class, stage, max, dry_run, output } => clients_for(&cluster).and_then(|clients| {
+            let opts = crate::dlq::ReplayOptions { to, error_class, stage, max, dry_run };
+            crate::dlq::replay(&clients, &topic, &opts)
+                .map(|r| {
+                    if output == "json" {
+                        serde_json::to_string_pretty(&r).expect("serialises")
+                    } else {
+                        let verb = if r.dry_run { "would replay" } else { "replayed" };
+                        let mut out = format!("{verb} {} record(s) from `{}` ({} skipped by the filters; replay `{}`)\n", r.replayed, r.topic, r.skipped_by_filter, r.replay);
+                        for (t, n) in &r.by_target_topic {
+                            out.push_str(&format!("  to {t}: {n}\n"));
+                        }
+                        out
+                    }
+                })
+                .map_err(|e| format!("{e:#}"))
+        }),
+    };
+    match outcome {
+        Ok(text) => {
+            println!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 /// Exit code for a config the user must fix.
@@ -57,6 +160,7 @@ pub fn main() -> ExitCode {
             };
             runtime.block_on(standalone(worker, connectors))
         }
+        Command::Dlq { command } => dlq(command),
     }
 }
 

@@ -603,6 +603,65 @@ pub struct CommonConfig {
     pub topic_replication_factor: Option<i32>,
     pub batch_max_records: usize,
     pub batch_max_ms: u64,
+    pub errors: crate::errors::ErrorPolicy,
+    pub key_converter: Converter,
+    pub value_converter: Converter,
+}
+
+/// What a sink checks a consumed key or value is, before anything else
+/// (Kafka Connect's converter stage; Sluice passes the bytes on unchanged).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Converter {
+    /// Any bytes (also the default when no converter is named).
+    ByteArray,
+    /// UTF-8 text.
+    String,
+    /// JSON (schemaless).
+    Json,
+}
+
+impl Converter {
+    fn parse(key: &str, class: Option<&str>) -> Result<Self, ConfigError> {
+        Ok(match class.map(|c| c.rsplit('.').next().unwrap_or(c)) {
+            None | Some("ByteArrayConverter") => Converter::ByteArray,
+            Some("StringConverter") => Converter::String,
+            Some("JsonConverter") => Converter::Json,
+            Some(_) => {
+                return Err(ConfigError::new(
+                    key,
+                    format!(
+                        "`{}` is not supported; Sluice passes bytes through (JsonConverter with schemas.enable=false, StringConverter or ByteArrayConverter)",
+                        class.unwrap_or_default()
+                    ),
+                ));
+            }
+        })
+    }
+
+    pub fn class_name(self) -> &'static str {
+        match self {
+            Converter::ByteArray => "org.apache.kafka.connect.converters.ByteArrayConverter",
+            Converter::String => "org.apache.kafka.connect.storage.StringConverter",
+            Converter::Json => "org.apache.kafka.connect.json.JsonConverter",
+        }
+    }
+
+    /// Checks one part of a consumed record.
+    pub fn check(self, bytes: Option<&[u8]>) -> Result<(), sluice_sdk::ConnectError> {
+        let Some(b) = bytes else { return Ok(()) };
+        match self {
+            Converter::ByteArray => Ok(()),
+            Converter::String => std::str::from_utf8(b).map(|_| ()).map_err(|e| {
+                sluice_sdk::ConnectError::data(format!("not UTF-8: {e}")).with_class("InvalidUtf8")
+            }),
+            Converter::Json => serde_json::from_slice::<serde::de::IgnoredAny>(b)
+                .map(|_| ())
+                .map_err(|e| {
+                    sluice_sdk::ConnectError::data(format!("not JSON: {e}"))
+                        .with_class("MalformedJson")
+                }),
+        }
+    }
 }
 
 impl CommonConfig {
@@ -612,16 +671,14 @@ impl CommonConfig {
         let mut plugin = ConfigMap::new();
         let mut transform_keys = ConfigMap::new();
         let mut predicate_keys = ConfigMap::new();
+        let mut error_keys = ConfigMap::new();
         for (k, v) in config {
             if let Some(rest) = k.strip_prefix("transforms.") {
                 transform_keys.insert(rest.to_string(), v.clone());
             } else if let Some(rest) = k.strip_prefix("predicates.") {
                 predicate_keys.insert(rest.to_string(), v.clone());
-            } else if k.starts_with("errors.") {
-                return Err(ConfigError::new(
-                    k.as_str(),
-                    "error handling keys are not supported yet; every failed record fails its task (errors.tolerance=none)",
-                ));
+            } else if let Some(rest) = k.strip_prefix("errors.") {
+                error_keys.insert(rest.to_string(), v.clone());
             } else if is_common_key(k) {
                 common.insert(k.clone(), v.clone());
             } else {
@@ -670,6 +727,9 @@ impl CommonConfig {
         if keys.batch_max_records == 0 {
             return Err(ConfigError::new("batch.max.records", "must be at least 1"));
         }
+        let errors = crate::errors::ErrorPolicy::parse(&error_keys, &keys.topics)?;
+        let key_converter = Converter::parse("key.converter", keys.key_converter.as_deref())?;
+        let value_converter = Converter::parse("value.converter", keys.value_converter.as_deref())?;
         let predicates = parse_predicates(&keys.predicates, &predicate_keys)?;
         let transforms = parse_transforms(&keys.transforms, &transform_keys, &predicates)?;
         Ok((
@@ -683,6 +743,9 @@ impl CommonConfig {
                 topic_replication_factor: keys.topic_replication_factor,
                 batch_max_records: keys.batch_max_records,
                 batch_max_ms: keys.batch_max_ms,
+                errors,
+                key_converter,
+                value_converter,
             },
             plugin,
         ))
@@ -995,7 +1058,10 @@ mod tests {
         assert_eq!(err.key.as_deref(), Some("transforms.t.module"));
         bad.remove("transforms.t.module");
         let (common, _) = CommonConfig::split(&bad).unwrap();
-        assert_eq!(common.transforms[0].standard.as_deref(), Some("InsertField$Value"));
+        assert_eq!(
+            common.transforms[0].standard.as_deref(),
+            Some("InsertField$Value")
+        );
         let mut with_predicate = spec.config.clone();
         for (k, v) in [
             ("predicates", "onlyOrders"),

@@ -106,6 +106,24 @@ impl KafkaClients {
         c.create_with_context(context)
     }
 
+    /// A plain consumer for tools (DLQ inspect and replay): no
+    /// subscription, no auto-commit, committed records only.
+    pub fn tool_consumer(
+        &self,
+        group_id: &str,
+    ) -> Result<rdkafka::consumer::BaseConsumer, KafkaError> {
+        let mut c = self.base();
+        c.set("group.id", group_id)
+            .set("enable.auto.commit", "false")
+            .set("enable.auto.offset.store", "false")
+            .set("isolation.level", "read_committed")
+            .set("enable.partition.eof", "false");
+        for (k, v) in &self.consumer_overrides {
+            c.set(k, v);
+        }
+        c.create()
+    }
+
     /// Creates each topic that does not exist yet.
     pub async fn ensure_topics(
         &self,

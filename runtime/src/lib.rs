@@ -3,6 +3,8 @@
 
 pub mod cli;
 pub mod config;
+pub mod dlq;
+pub mod errors;
 pub mod kafka;
 pub mod metrics;
 pub mod offsets;

@@ -21,6 +21,12 @@ pub struct Metrics {
     transform_call_seconds: HistogramVec,
     wasm_restarts: IntCounterVec,
     pub wasm_compilations: IntCounterVec,
+    /// Failed records by stage and error class (tolerated or not).
+    pub errors: IntCounterVec,
+    /// Records written to a dead-letter queue.
+    pub dlq_records: IntCounterVec,
+    /// Retries after retriable failures, by stage.
+    pub retries: IntCounterVec,
 }
 
 /// One transform's series, resolved once per task.
@@ -144,6 +150,37 @@ impl Metrics {
             &["outcome"],
         )
         .expect("valid metric");
+        let errors = IntCounterVec::new(
+            Opts::new(
+                "sluice_errors_total",
+                "Records (or polls) that failed, by stage and error class",
+            ),
+            &["connector", "task", "stage", "error_class"],
+        )
+        .expect("valid metric");
+        let dlq_records = IntCounterVec::new(
+            Opts::new(
+                "sluice_dlq_records_total",
+                "Records written to the dead-letter queue, by stage and error class",
+            ),
+            &["connector", "task", "stage", "error_class"],
+        )
+        .expect("valid metric");
+        let retries = IntCounterVec::new(
+            Opts::new(
+                "sluice_retries_total",
+                "Retries after retriable failures, by stage",
+            ),
+            &["connector", "task", "stage"],
+        )
+        .expect("valid metric");
+        for c in [
+            Box::new(errors.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(dlq_records.clone()),
+            Box::new(retries.clone()),
+        ] {
+            registry.register(c).expect("metric registered once");
+        }
         for c in [
             Box::new(transform_calls.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(transform_records.clone()),
@@ -178,6 +215,9 @@ impl Metrics {
             transform_call_seconds,
             wasm_restarts,
             wasm_compilations,
+            errors,
+            dlq_records,
+            retries,
         }
     }
 

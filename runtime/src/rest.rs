@@ -33,6 +33,10 @@ pub fn router(worker: Arc<Worker>) -> Router {
             get(get_task_status),
         )
         .route("/connectors/{name}/offsets", get(get_offsets))
+        .route(
+            "/connectors/{name}/dlq/replay",
+            axum::routing::post(replay_dlq),
+        )
         .route("/connector-plugins", get(list_plugins))
         .fallback(not_found)
         .with_state(worker)
@@ -219,6 +223,44 @@ async fn put_config(
         Updated::Unchanged => "unchanged",
     };
     Ok((status, [("sluice-config-update", what)], Json(info)).into_response())
+}
+
+/// Replays the connector's dead-letter queue (body: `{to, error_class,
+/// stage, max, dry_run}`, all optional); answers with the replay's report.
+async fn replay_dlq(
+    State(worker): State<Arc<Worker>>,
+    Path(name): Path<String>,
+    body: Option<Json<Value>>,
+) -> Result<Json<Value>, ApiError> {
+    let (spec, _, _) = worker.spec(&name).await.ok_or_else(|| unknown(&name))?;
+    let topic = spec
+        .config
+        .get("errors.deadletterqueue.topic.name")
+        .filter(|t| !t.trim().is_empty())
+        .cloned()
+        .ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "connector {name} has no dead-letter queue (errors.deadletterqueue.topic.name)"
+            ))
+        })?;
+    let opts: crate::dlq::ReplayOptions = match body {
+        Some(Json(v)) => serde_json::from_value(v)
+            .map_err(|e| ApiError::bad_request(format!("request body: {e}")))?,
+        None => Default::default(),
+    };
+    let clients = worker.clients().clone();
+    let report =
+        tokio::task::spawn_blocking(move || crate::dlq::replay(&clients, topic.trim(), &opts))
+            .await
+            .map_err(|e| ApiError {
+                status: StatusCode::INTERNAL_SERVER_ERROR,
+                message: e.to_string(),
+            })?
+            .map_err(|e| ApiError {
+                status: StatusCode::BAD_GATEWAY,
+                message: format!("{e:#}"),
+            })?;
+    Ok(Json(serde_json::to_value(report).expect("serialises")))
 }
 
 fn task_json(worker: &Worker, id: u32, s: &TaskStatus) -> Value {

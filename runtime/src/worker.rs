@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::config::{CommonConfig, ConnectorSpec};
+use crate::errors::ErrorHandler;
 use crate::kafka::KafkaClients;
 use crate::metrics::Metrics;
 use crate::offsets::OffsetStore;
@@ -222,6 +223,16 @@ impl Worker {
             .ensure_topics(&topics, partitions, replication)
             .await
             .map_err(|e| start_error(format!("{e:#}")))?;
+        if let Some(dlq) = &v.common.errors.dlq {
+            self.clients
+                .ensure_topics(
+                    std::slice::from_ref(&dlq.topic),
+                    partitions,
+                    dlq.replication_factor,
+                )
+                .await
+                .map_err(|e| start_error(format!("creating the dead-letter queue: {e:#}")))?;
+        }
 
         let mut connectors = self.connectors.write().await;
         if connectors.contains_key(&name) {
@@ -347,6 +358,27 @@ impl Worker {
         let offsets = self.offsets.clone();
         let task_status = status.clone();
         let task_config = config.clone();
+        let dlq_producer = match &v.common.errors.dlq {
+            Some(_) => match self.clients.producer(&format!("sluice-{name}-{id}-dlq")) {
+                Ok(p) => Some(p),
+                Err(e) => {
+                    status.set(
+                        State::Failed,
+                        Some(format!("creating the dead-letter queue producer: {e}")),
+                    );
+                    None
+                }
+            },
+            None => None,
+        };
+        let errors = ErrorHandler::new(
+            v.common.errors.clone(),
+            name.clone(),
+            id,
+            self.metrics.clone(),
+            dlq_producer,
+            cancel.clone(),
+        );
         let body = async move {
             let context = TaskContext {
                 connector: name.to_string(),
@@ -370,11 +402,11 @@ impl Worker {
             match plugin {
                 Plugin::Source(p) => {
                     let source = p.create_task(&task_config, context, offsets.load(&name))?;
-                    task::source::run(env, source, offsets).await
+                    task::source::run(env, source, offsets, errors).await
                 }
                 Plugin::Sink(p) => {
                     let sink = p.create_task(&task_config, context)?;
-                    task::sink::run(env, sink).await
+                    task::sink::run(env, sink, errors).await
                 }
             }
         };

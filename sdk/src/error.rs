@@ -39,6 +39,10 @@ impl fmt::Display for ErrorKind {
 #[error("{message}")]
 pub struct ConnectError {
     pub kind: ErrorKind,
+    /// A short name for what went wrong (`MalformedJson`,
+    /// `ConstraintViolation`, `TransformTrap`, ...), shown in dead-letter
+    /// headers and used to replay by error class. Defaults by kind.
+    pub class: Option<String>,
     pub message: String,
     #[source]
     pub source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
@@ -48,9 +52,26 @@ impl ConnectError {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         Self {
             kind,
+            class: None,
             message: message.into(),
             source: None,
         }
+    }
+
+    /// Names the error class (see [`ConnectError::class_name`]).
+    pub fn with_class(mut self, class: impl Into<String>) -> Self {
+        self.class = Some(class.into());
+        self
+    }
+
+    /// The error class: the one set, or `DataError`, `RetriableError` or
+    /// `FatalError` by kind.
+    pub fn class_name(&self) -> &str {
+        self.class.as_deref().unwrap_or(match self.kind {
+            ErrorKind::Data => "DataError",
+            ErrorKind::Retriable => "RetriableError",
+            ErrorKind::Fatal => "FatalError",
+        })
     }
 
     pub fn data(message: impl Into<String>) -> Self {

@@ -340,7 +340,19 @@ pub fn classify_sqlx_error(context: String, e: sqlx::Error) -> ConnectError {
         | sqlx::Error::WorkerCrashed => sluice_sdk::ErrorKind::Retriable,
         _ => sluice_sdk::ErrorKind::Fatal,
     };
-    ConnectError::new(kind, context).with_source(e)
+    let class = match (kind, &e) {
+        (sluice_sdk::ErrorKind::Data, sqlx::Error::Database(db))
+            if db.code().is_some_and(|c| c.starts_with("22")) =>
+        {
+            "InvalidValue"
+        }
+        (sluice_sdk::ErrorKind::Data, _) => "ConstraintViolation",
+        (sluice_sdk::ErrorKind::Retriable, _) => "DatabaseUnavailable",
+        (sluice_sdk::ErrorKind::Fatal, _) => "DatabaseError",
+    };
+    ConnectError::new(kind, context)
+        .with_class(class)
+        .with_source(e)
 }
 
 #[cfg(test)]

@@ -213,6 +213,7 @@ impl JdbcSinkTask {
                 "value of {} is not JSON: {e}",
                 record.coordinates()
             ))
+            .with_class("MalformedJson")
         })?;
         let object = match value {
             serde_json::Value::Object(o) => o,
@@ -220,14 +221,16 @@ impl JdbcSinkTask {
                 return Err(ConnectError::data(format!(
                     "record {} is a tombstone (null value); deletes are not enabled for this sink",
                     record.coordinates()
-                )));
+                ))
+                .with_class("Tombstone"));
             }
             other => {
                 return Err(ConnectError::data(format!(
                     "value of {} is JSON but not an object (got {}); the JDBC sink maps object fields to columns",
                     record.coordinates(),
                     value::json_type(&other)
-                )));
+                ))
+                .with_class("NotAnObject"));
             }
         };
         let mut columns: Vec<(String, SqlValue)> = Vec::with_capacity(object.len() + 3);
@@ -305,7 +308,8 @@ impl JdbcSinkTask {
                     return Err(ConnectError::data(format!(
                         "record {} has no value for primary-key field `{name}`",
                         record.coordinates()
-                    )));
+                    ))
+                    .with_class("MissingPrimaryKey"));
                 }
                 Some(v) => pk.push(v),
             }

@@ -178,17 +178,3 @@ impl TaskEnv {
         Ok(results)
     }
 }
-
-/// With `errors.tolerance=none` (the only mode yet), the first failed record
-/// fails the task; the trace names the record and the cause.
-fn transform_failure(record: &str, failure: TransformFailure) -> ConnectError {
-    ConnectError::new(
-        failure.error.kind,
-        format!(
-            "transform `{}` failed on record {record} ({} error): {}",
-            failure.transform,
-            failure.error.kind,
-            failure.error.full_message()
-        ),
-    )
-}

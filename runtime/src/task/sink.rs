@@ -8,9 +8,10 @@ use std::time::{Duration, Instant};
 use rdkafka::consumer::{CommitMode, Consumer, StreamConsumer};
 use rdkafka::message::{BorrowedMessage, Headers};
 use rdkafka::{Message, Offset, TopicPartitionList};
-use sluice_sdk::{ConnectError, Header, Record, SinkTask};
+use sluice_sdk::{ConnectError, ErrorKind, Header, Record, SinkTask};
 
-use super::{TaskEnv, transform_failure};
+use super::TaskEnv;
+use crate::errors::{ErrorHandler, Failure, Stage};
 use crate::kafka::{ConsumerEvent, SafeConsumerContext, is_offset_out_of_range};
 
 type SafeConsumer = StreamConsumer<SafeConsumerContext>;
@@ -20,8 +21,31 @@ pub fn group_id(connector: &str) -> String {
     format!("connect-{connector}")
 }
 
-pub async fn run(mut env: TaskEnv, mut task: Box<dyn SinkTask>) -> Result<(), ConnectError> {
-    task.start().await?;
+pub async fn run(
+    mut env: TaskEnv,
+    mut task: Box<dyn SinkTask>,
+    errors: ErrorHandler,
+) -> Result<(), ConnectError> {
+    // Opening the sink (a database connection) is retried like any
+    // infrastructure failure.
+    let mut retrier = errors.retrier(Stage::TaskPut, true);
+    loop {
+        match task.start().await {
+            Ok(()) => break,
+            Err(e) if retrier.again(&e).await => continue,
+            Err(e) if errors.is_cancelled() => {
+                tracing::info!(error = %e.full_message(), "stopped while the sink was unavailable");
+                return Ok(());
+            }
+            Err(e) => {
+                return Err(infrastructure_exhausted(
+                    "starting the sink",
+                    e,
+                    retrier.attempts(),
+                ));
+            }
+        }
+    }
     let (events_tx, mut events_rx) = tokio::sync::mpsc::unbounded_channel();
     let context = SafeConsumerContext {
         events: events_tx,
@@ -37,9 +61,22 @@ pub async fn run(mut env: TaskEnv, mut task: Box<dyn SinkTask>) -> Result<(), Co
     consumer
         .subscribe(&topics)
         .map_err(|e| ConnectError::fatal(format!("subscribing to {topics:?}")).with_source(e))?;
-    let result = run_loop(&mut env, task.as_mut(), &consumer, &mut events_rx).await;
+    let result = run_loop(&mut env, task.as_mut(), &consumer, &mut events_rx, &errors).await;
     task.stop().await;
     result
+}
+
+/// The task fails: the infrastructure stayed unavailable past its budget.
+pub(crate) fn infrastructure_exhausted(what: &str, e: ConnectError, attempts: u32) -> ConnectError {
+    let class = e.class_name().to_string();
+    ConnectError::new(
+        e.kind,
+        format!(
+            "{what} failed after {attempts} attempt(s), nothing was skipped: {}",
+            e.full_message()
+        ),
+    )
+    .with_class(class)
 }
 
 async fn run_loop(
@@ -47,17 +84,16 @@ async fn run_loop(
     task: &mut dyn SinkTask,
     consumer: &Arc<SafeConsumer>,
     events: &mut tokio::sync::mpsc::UnboundedReceiver<ConsumerEvent>,
+    errors: &ErrorHandler,
 ) -> Result<(), ConnectError> {
     let max_records = env.common.batch_max_records;
     let max_wait = Duration::from_millis(env.common.batch_max_ms);
+    let class = env.common.connector_class.clone();
     loop {
         while let Ok(event) = events.try_recv() {
             tracing::debug!(?event, "rebalance");
         }
-        let batch = match next_batch(env, consumer, max_records, max_wait).await {
-            Ok(batch) => batch,
-            Err(e) => return Err(e),
-        };
+        let batch = next_batch(env, consumer, max_records, max_wait).await?;
         if batch.is_empty() {
             if env.cancel.is_cancelled() {
                 return Ok(());
@@ -67,29 +103,73 @@ async fn run_loop(
         env.swap_chain_if_updated().await;
         let started = Instant::now();
         env.count("consume", "ok", batch.len());
-        // Next offset to read per partition, committed once all is written.
+        // Next offset to read per partition, committed once every record of
+        // the batch was written or dead-lettered.
         let mut next: BTreeMap<(String, i32), i64> = BTreeMap::new();
         for r in &batch {
             next.insert((r.topic.clone(), r.partition), r.offset + 1);
         }
-        let coordinates: Vec<String> = batch.iter().map(Record::coordinates).collect();
-        let results = env.transform(batch).await?;
-        let mut outputs = Vec::with_capacity(results.len());
-        for (at, result) in coordinates.iter().zip(results) {
-            match result {
-                Ok(records) => outputs.extend(records),
-                Err(failure) => {
-                    env.count("transform", "failed", 1);
-                    return Err(transform_failure(at, failure));
+
+        // Converters: is each key and value what the connector says it is?
+        let mut inputs = Vec::with_capacity(batch.len());
+        for r in batch {
+            let checks = [
+                (
+                    Stage::KeyConverter,
+                    env.common.key_converter,
+                    r.key.as_deref(),
+                ),
+                (
+                    Stage::ValueConverter,
+                    env.common.value_converter,
+                    r.value.as_deref(),
+                ),
+            ];
+            let failed = checks.into_iter().find_map(|(stage, converter, bytes)| {
+                converter.check(bytes).err().map(|e| (stage, converter, e))
+            });
+            match failed {
+                None => inputs.push(r),
+                Some((stage, converter, e)) => {
+                    errors
+                        .give_up(Failure {
+                            record: Some(&r),
+                            stage,
+                            component: converter.class_name(),
+                            error: &e,
+                            attempts: 1,
+                        })
+                        .await?;
                 }
             }
         }
-        env.count("transform", "ok", outputs.len());
+
+        let outputs = transform_all(env, errors, &inputs).await?;
         let written = outputs.len();
-        if !outputs.is_empty() {
-            task.put(outputs).await?;
+        if !outputs.is_empty()
+            && let Err(e) = put_isolating(task, errors, &class, &inputs, outputs).await
+        {
+            if env.cancel.is_cancelled() {
+                // Stopping: the batch is not committed and is read again.
+                return Ok(());
+            }
+            return Err(e);
         }
-        task.flush().await?;
+        let mut retrier = errors.retrier(Stage::TaskPut, true);
+        loop {
+            match task.flush().await {
+                Ok(()) => break,
+                Err(e) if retrier.again(&e).await => continue,
+                Err(_) if env.cancel.is_cancelled() => return Ok(()),
+                Err(e) => {
+                    return Err(infrastructure_exhausted(
+                        "flushing the sink",
+                        e,
+                        retrier.attempts(),
+                    ));
+                }
+            }
+        }
         env.count("put", "ok", written);
         commit(env, consumer, &next).await;
         let [c, t] = env.labels();
@@ -101,6 +181,112 @@ async fn run_loop(
             return Ok(());
         }
     }
+}
+
+/// Runs the chain; records that failed retriably are tried again within
+/// `errors.retry.timeout`; what still fails goes to the error handler.
+/// Returns the outputs, each with the index of its input.
+pub(crate) async fn transform_all(
+    env: &mut TaskEnv,
+    errors: &ErrorHandler,
+    inputs: &[Record],
+) -> Result<Vec<(usize, Record)>, ConnectError> {
+    let results = env.transform(inputs.to_vec()).await?;
+    let mut outputs = Vec::with_capacity(results.len());
+    for (i, result) in results.into_iter().enumerate() {
+        let mut result = result;
+        let mut retrier = errors.retrier(Stage::Transformation, false);
+        loop {
+            match result {
+                Ok(records) => {
+                    outputs.extend(records.into_iter().map(|r| (i, r)));
+                    break;
+                }
+                Err(failure) => {
+                    if retrier.again(&failure.error).await {
+                        result = env
+                            .transform(vec![inputs[i].clone()])
+                            .await?
+                            .pop()
+                            .expect("one result");
+                        continue;
+                    }
+                    env.count("transform", "failed", 1);
+                    let component = format!("transform `{}`", failure.transform);
+                    errors
+                        .give_up(Failure {
+                            record: Some(&inputs[i]),
+                            stage: Stage::Transformation,
+                            component: &component,
+                            error: &failure.error,
+                            attempts: retrier.attempts(),
+                        })
+                        .await?;
+                    break;
+                }
+            }
+        }
+    }
+    env.count("transform", "ok", outputs.len());
+    Ok(outputs)
+}
+
+/// Writes the outputs. Infrastructure failures are retried; a data error
+/// splits the batch in halves until the bad records stand alone, so the
+/// good rows are written and each bad one is handled with its own error.
+async fn put_isolating(
+    task: &mut dyn SinkTask,
+    errors: &ErrorHandler,
+    class: &str,
+    inputs: &[Record],
+    outputs: Vec<(usize, Record)>,
+) -> Result<(), ConnectError> {
+    let mut pending = vec![outputs];
+    while let Some(chunk) = pending.pop() {
+        let records: Vec<Record> = chunk.iter().map(|(_, r)| r.clone()).collect();
+        let mut retrier = errors.retrier(Stage::TaskPut, true);
+        let outcome = loop {
+            match task.put(records.clone()).await {
+                Ok(()) => break Ok(()),
+                Err(e) if e.kind == ErrorKind::Retriable && retrier.again(&e).await => continue,
+                Err(e) => break Err(e),
+            }
+        };
+        match outcome {
+            Ok(()) => {}
+            Err(e) if e.kind == ErrorKind::Data && chunk.len() > 1 => {
+                let mut first = chunk;
+                let second = first.split_off(first.len() / 2);
+                pending.push(second);
+                pending.push(first);
+            }
+            Err(e) if e.kind == ErrorKind::Data => {
+                errors
+                    .give_up(Failure {
+                        record: Some(&inputs[chunk[0].0]),
+                        stage: Stage::TaskPut,
+                        component: class,
+                        error: &e,
+                        attempts: retrier.attempts().max(1),
+                    })
+                    .await?;
+            }
+            Err(e) if e.kind == ErrorKind::Retriable && errors.is_cancelled() => {
+                return Err(ConnectError::retriable(
+                    "stopped while the sink was unavailable; the batch is not committed",
+                ));
+            }
+            Err(e) if e.kind == ErrorKind::Retriable => {
+                return Err(infrastructure_exhausted(
+                    "writing to the sink",
+                    e,
+                    retrier.attempts(),
+                ));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// Up to `max_records`, waiting at most `max_wait` once the first arrives.

@@ -666,10 +666,17 @@ impl WasmTransform {
                         format!("trapped: {text}")
                     }
                 };
-                Err(ConnectError::data(format!(
-                    "transform `{}` {what}",
-                    self.name
-                )))
+                let class = if timed_out {
+                    "TransformTimeout"
+                } else if what.starts_with("exceeded its memory limit") {
+                    "TransformMemoryLimit"
+                } else {
+                    "TransformTrap"
+                };
+                Err(
+                    ConnectError::data(format!("transform `{}` {what}", self.name))
+                        .with_class(class),
+                )
             }
         }
     }

@@ -33,7 +33,12 @@ impl Transform for Chaos {
     }
 
     fn transform(&mut self, mut record: Record) -> Result<Vec<Record>, ConnectError> {
-        if self.tag.is_empty() && record.value.as_deref().is_some_and(|v| v.first() == Some(&b'{')) {
+        if self.tag.is_empty()
+            && record
+                .value
+                .as_deref()
+                .is_some_and(|v| v.first() == Some(&b'{'))
+        {
             return Ok(vec![record]);
         }
         let value =

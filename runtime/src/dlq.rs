@@ -1,0 +1,483 @@
+//! Dead-letter queues: inspect what is in one, and replay its records after
+//! the cause is fixed.
+//!
+//! Replay re-produces each dead-lettered record as it originally was (key,
+//! value, headers, timestamp; the dead-letter headers removed) to its origin
+//! topic, or `--to`. Its progress is the committed offsets of a consumer
+//! group named after the DLQ topic and the filters, so a replay is
+//! resumable, and running it again delivers nothing more. Replayed records
+//! carry `x-sluice-replay` (the replay's name) and `x-sluice-replay-count`,
+//! so a record that fails again is recognisable and a loop can be stopped.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::message::{Header as KafkaHeader, Headers, OwnedHeaders};
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::{Message, Offset, TopicPartitionList};
+use serde::Serialize;
+
+use crate::errors::Stage;
+use crate::kafka::KafkaClients;
+
+pub const REPLAY_HEADER: &str = "x-sluice-replay";
+pub const REPLAY_COUNT_HEADER: &str = "x-sluice-replay-count";
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+/// One record read from a DLQ, with its dead-letter context.
+#[derive(Debug, Clone)]
+struct DeadLetter {
+    partition: i32,
+    offset: i64,
+    key: Option<Vec<u8>>,
+    value: Option<Vec<u8>>,
+    timestamp: Option<i64>,
+    headers: Vec<(String, Option<Vec<u8>>)>,
+}
+
+impl DeadLetter {
+    fn header(&self, key: &str) -> Option<String> {
+        self.headers
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .and_then(|(_, v)| v.as_deref())
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+    }
+
+    fn origin_topic(&self) -> Option<String> {
+        self.header("x-dead-letter-origin-topic")
+            .or_else(|| self.header("__connect.errors.topic"))
+            .filter(|t| !t.is_empty())
+    }
+
+    fn error_class(&self) -> String {
+        self.header("x-dead-letter-error-class")
+            .or_else(|| self.header("__connect.errors.exception.class.name"))
+            .unwrap_or_else(|| "unknown".into())
+    }
+
+    fn stage(&self) -> String {
+        self.header("x-dead-letter-stage")
+            .or_else(|| self.header("__connect.errors.stage"))
+            .unwrap_or_else(|| "unknown".into())
+    }
+
+    fn replay_count(&self) -> u32 {
+        self.header(REPLAY_COUNT_HEADER)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// The original headers: without the dead-letter context, nor an
+    /// earlier replay's marks.
+    fn original_headers(&self) -> impl Iterator<Item = &(String, Option<Vec<u8>>)> {
+        self.headers.iter().filter(|(k, _)| {
+            !k.starts_with("x-dead-letter-")
+                && !k.starts_with("__connect.errors.")
+                && k != REPLAY_HEADER
+                && k != REPLAY_COUNT_HEADER
+        })
+    }
+}
+
+/// Reads a topic's partitions from `start` up to the high watermarks seen
+/// when reading began, calling `each` per record; `each` returns false to
+/// stop early.
+fn read_to_end(
+    consumer: &BaseConsumer,
+    topic: &str,
+    start: impl Fn(i32) -> Offset,
+    mut each: impl FnMut(DeadLetter) -> anyhow::Result<bool>,
+) -> anyhow::Result<()> {
+    let metadata = consumer
+        .fetch_metadata(Some(topic), TIMEOUT)
+        .map_err(|e| anyhow::anyhow!("reading the metadata of topic `{topic}`: {e}"))?;
+    let partitions: Vec<i32> = metadata
+        .topics()
+        .iter()
+        .find(|t| t.name() == topic)
+        .map(|t| t.partitions().iter().map(|p| p.id()).collect())
+        .unwrap_or_default();
+    if partitions.is_empty() {
+        anyhow::bail!("topic `{topic}` does not exist or has no partitions");
+    }
+    let mut remaining: BTreeMap<i32, i64> = BTreeMap::new();
+    let mut tpl = TopicPartitionList::new();
+    for p in partitions {
+        let (low, high) = consumer
+            .fetch_watermarks(topic, p, TIMEOUT)
+            .map_err(|e| anyhow::anyhow!("reading the offsets of {topic}-{p}: {e}"))?;
+        let from = match start(p) {
+            Offset::Offset(o) => o.max(low),
+            _ => low,
+        };
+        if from < high {
+            remaining.insert(p, high);
+            tpl.add_partition_offset(topic, p, Offset::Offset(from))?;
+        }
+    }
+    if remaining.is_empty() {
+        return Ok(());
+    }
+    consumer.assign(&tpl)?;
+    let mut idle = 0;
+    while !remaining.is_empty() {
+        match consumer.poll(Duration::from_millis(500)) {
+            None => {
+                idle += 1;
+                if idle > 60 {
+                    anyhow::bail!(
+                        "reading `{topic}` stalled: no records for 30 s before the end of {remaining:?}"
+                    );
+                }
+            }
+            Some(Err(e)) => anyhow::bail!("reading `{topic}`: {e}"),
+            Some(Ok(m)) => {
+                idle = 0;
+                let (p, o) = (m.partition(), m.offset());
+                if let Some(high) = remaining.get(&p).copied() {
+                    if o + 1 >= high {
+                        remaining.remove(&p);
+                    }
+                    if o >= high {
+                        continue;
+                    }
+                }
+                let headers = m
+                    .headers()
+                    .map(|hs| {
+                        hs.iter()
+                            .map(|h| (h.key.to_string(), h.value.map(<[u8]>::to_vec)))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let letter = DeadLetter {
+                    partition: p,
+                    offset: o,
+                    key: m.key().map(<[u8]>::to_vec),
+                    value: m.payload().map(<[u8]>::to_vec),
+                    timestamp: m.timestamp().to_millis(),
+                    headers,
+                };
+                if !each(letter)? {
+                    return Ok(());
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Sample {
+    pub partition: i32,
+    pub offset: i64,
+    pub origin_topic: Option<String>,
+    pub origin_partition: Option<String>,
+    pub origin_offset: Option<String>,
+    pub stage: String,
+    pub error_class: String,
+    pub message: Option<String>,
+    pub replayed_before: u32,
+    pub value_preview: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct InspectReport {
+    pub topic: String,
+    pub total: u64,
+    pub by_stage: BTreeMap<String, u64>,
+    pub by_error_class: BTreeMap<String, u64>,
+    pub by_origin_topic: BTreeMap<String, u64>,
+    /// Records that had already been replayed and failed again.
+    pub failed_again_after_replay: u64,
+    pub samples: Vec<Sample>,
+}
+
+/// Counts a DLQ by stage, error class and origin topic, with up to
+/// `samples_per_class` sample records for each error class.
+pub fn inspect(
+    clients: &KafkaClients,
+    topic: &str,
+    samples_per_class: usize,
+) -> anyhow::Result<InspectReport> {
+    let consumer = clients.tool_consumer(&format!("sluice-dlq-inspect-{}", std::process::id()))?;
+    let mut report = InspectReport {
+        topic: topic.to_string(),
+        ..Default::default()
+    };
+    let mut sampled: BTreeMap<String, usize> = BTreeMap::new();
+    read_to_end(
+        &consumer,
+        topic,
+        |_| Offset::Beginning,
+        |d| {
+            report.total += 1;
+            let class = d.error_class();
+            *report.by_stage.entry(d.stage()).or_default() += 1;
+            *report.by_error_class.entry(class.clone()).or_default() += 1;
+            *report
+                .by_origin_topic
+                .entry(d.origin_topic().unwrap_or_else(|| "unknown".into()))
+                .or_default() += 1;
+            if d.replay_count() > 0 {
+                report.failed_again_after_replay += 1;
+            }
+            let n = sampled.entry(class.clone()).or_default();
+            if *n < samples_per_class {
+                *n += 1;
+                report.samples.push(Sample {
+                    partition: d.partition,
+                    offset: d.offset,
+                    origin_topic: d.origin_topic(),
+                    origin_partition: d.header("__connect.errors.partition"),
+                    origin_offset: d.header("__connect.errors.offset"),
+                    stage: d.stage(),
+                    error_class: class,
+                    message: d.header("__connect.errors.exception.message"),
+                    replayed_before: d.replay_count(),
+                    value_preview: d.value.as_ref().map(|v| {
+                        let text = String::from_utf8_lossy(v);
+                        text.chars().take(120).collect()
+                    }),
+                });
+            }
+            Ok(true)
+        },
+    )?;
+    Ok(report)
+}
+
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplayOptions {
+    /// Replay to this topic instead of each record's origin topic.
+    #[serde(default)]
+    pub to: Option<String>,
+    /// Only records with this error class.
+    #[serde(default)]
+    pub error_class: Option<String>,
+    /// Only records that failed at this stage.
+    #[serde(default)]
+    pub stage: Option<String>,
+    /// At most this many records.
+    #[serde(default)]
+    pub max: Option<u64>,
+    /// Count what would be replayed; change nothing.
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ReplayReport {
+    pub topic: String,
+    /// The replay's name: its consumer group, and the `x-sluice-replay` header.
+    pub replay: String,
+    pub dry_run: bool,
+    pub replayed: u64,
+    pub skipped_by_filter: u64,
+    pub by_target_topic: BTreeMap<String, u64>,
+}
+
+/// The consumer group holding a replay's progress: one per DLQ and filter,
+/// so replays of different error classes do not hide each other's records.
+pub fn replay_group(topic: &str, opts: &ReplayOptions) -> String {
+    format!(
+        "sluice-dlq-replay.{topic}.{}.{}",
+        opts.error_class.as_deref().unwrap_or("*"),
+        opts.stage.as_deref().unwrap_or("*")
+    )
+}
+
+pub fn replay(
+    clients: &KafkaClients,
+    topic: &str,
+    opts: &ReplayOptions,
+) -> anyhow::Result<ReplayReport> {
+    let stage = match &opts.stage {
+        Some(s) => Some(
+            Stage::parse(s)
+                .ok_or_else(|| anyhow::anyhow!("stage `{s}` is not one of TASK_POLL, KEY_CONVERTER, VALUE_CONVERTER, HEADER_CONVERTER, TRANSFORMATION, TASK_PUT, KAFKA_PRODUCE, KAFKA_CONSUME"))?
+                .as_str(),
+        ),
+        None => None,
+    };
+    if opts.to.as_deref() == Some(topic) {
+        anyhow::bail!("--to names the dead-letter queue itself");
+    }
+    let group = replay_group(topic, opts);
+    let consumer = clients.tool_consumer(&group)?;
+    let producer: FutureProducer = clients.producer(&format!("{group}-producer"))?;
+    // Where the last run stopped.
+    let metadata = consumer.fetch_metadata(Some(topic), TIMEOUT)?;
+    let mut tpl = TopicPartitionList::new();
+    if let Some(t) = metadata.topics().iter().find(|t| t.name() == topic) {
+        for p in t.partitions() {
+            tpl.add_partition(topic, p.id());
+        }
+    }
+    let committed = consumer.committed_offsets(tpl, TIMEOUT)?;
+    let resume: BTreeMap<i32, i64> = committed
+        .elements()
+        .iter()
+        .filter_map(|e| match e.offset() {
+            Offset::Offset(o) => Some((e.partition(), o)),
+            _ => None,
+        })
+        .collect();
+
+    let mut report = ReplayReport {
+        topic: topic.to_string(),
+        replay: group.clone(),
+        dry_run: opts.dry_run,
+        ..Default::default()
+    };
+    let mut progress: BTreeMap<i32, i64> = BTreeMap::new();
+    let mut in_flight: Vec<rdkafka::producer::DeliveryFuture> = Vec::new();
+    let commit = |consumer: &BaseConsumer,
+                  progress: &BTreeMap<i32, i64>,
+                  in_flight: &mut Vec<rdkafka::producer::DeliveryFuture>|
+     -> anyhow::Result<()> {
+        // Progress moves only past records Kafka has acknowledged.
+        for delivery in in_flight.drain(..) {
+            match futures::executor::block_on(delivery) {
+                Ok(Ok(_)) => {}
+                Ok(Err((e, _))) => {
+                    anyhow::bail!("replaying a record failed: {e}; progress kept before it")
+                }
+                Err(_) => anyhow::bail!(
+                    "the producer stopped; progress kept before the unacknowledged records"
+                ),
+            }
+        }
+        if progress.is_empty() {
+            return Ok(());
+        }
+        let mut tpl = TopicPartitionList::new();
+        for (p, next) in progress {
+            tpl.add_partition_offset(topic, *p, Offset::Offset(*next))?;
+        }
+        consumer.commit(&tpl, CommitMode::Sync)?;
+        Ok(())
+    };
+    read_to_end(
+        &consumer,
+        topic,
+        |p| {
+            resume
+                .get(&p)
+                .map_or(Offset::Beginning, |o| Offset::Offset(*o))
+        },
+        |d| {
+            if opts.max.is_some_and(|max| report.replayed >= max) {
+                return Ok(false);
+            }
+            let selected = opts
+                .error_class
+                .as_ref()
+                .is_none_or(|c| *c == d.error_class())
+                && stage.is_none_or(|s| s == d.stage());
+            if selected {
+                let target = match (&opts.to, d.origin_topic()) {
+                    (Some(to), _) => to.clone(),
+                    (None, Some(origin)) => origin,
+                    (None, None) => anyhow::bail!(
+                        "the record at {topic}-{}@{} names no origin topic; replay it with --to",
+                        d.partition,
+                        d.offset
+                    ),
+                };
+                if !opts.dry_run {
+                    let count = (d.replay_count() + 1).to_string();
+                    let mut headers = OwnedHeaders::new();
+                    for (k, v) in d.original_headers() {
+                        headers = headers.insert(KafkaHeader {
+                            key: k,
+                            value: v.as_deref(),
+                        });
+                    }
+                    headers = headers.insert(KafkaHeader {
+                        key: REPLAY_HEADER,
+                        value: Some(group.as_bytes()),
+                    });
+                    headers = headers.insert(KafkaHeader {
+                        key: REPLAY_COUNT_HEADER,
+                        value: Some(count.as_bytes()),
+                    });
+                    let mut record: FutureRecord<'_, [u8], [u8]> =
+                        FutureRecord::to(&target).headers(headers);
+                    if let Some(k) = &d.key {
+                        record = record.key(k.as_slice());
+                    }
+                    if let Some(v) = &d.value {
+                        record = record.payload(v.as_slice());
+                    }
+                    if let Some(ts) = d.timestamp {
+                        record = record.timestamp(ts);
+                    }
+                    let delivery = producer
+                        .send_result(record)
+                        .map_err(|(e, _)| anyhow::anyhow!("replaying to `{target}`: {e}"))?;
+                    in_flight.push(delivery);
+                }
+                report.replayed += 1;
+                *report.by_target_topic.entry(target).or_default() += 1;
+            } else {
+                report.skipped_by_filter += 1;
+            }
+            progress.insert(d.partition, d.offset + 1);
+            if !opts.dry_run && in_flight.len() >= 500 {
+                commit(&consumer, &progress, &mut in_flight)?;
+            }
+            Ok(true)
+        },
+    )?;
+    if !opts.dry_run {
+        commit(&consumer, &progress, &mut in_flight)?;
+    }
+    Ok(report)
+}
+
+impl InspectReport {
+    /// A human-readable table.
+    pub fn render(&self) -> String {
+        let mut out = format!(
+            "dead-letter queue `{}`: {} record(s)\n",
+            self.topic, self.total
+        );
+        for (title, map) in [
+            ("stage", &self.by_stage),
+            ("error class", &self.by_error_class),
+            ("origin topic", &self.by_origin_topic),
+        ] {
+            out.push_str(&format!("\nby {title}:\n"));
+            for (k, v) in map {
+                out.push_str(&format!("  {k:<32} {v:>8}\n"));
+            }
+        }
+        if self.failed_again_after_replay > 0 {
+            out.push_str(&format!(
+                "\n{} record(s) failed again after a replay\n",
+                self.failed_again_after_replay
+            ));
+        }
+        if !self.samples.is_empty() {
+            out.push_str("\nsamples:\n");
+            for s in &self.samples {
+                out.push_str(&format!(
+                    "  {}@{}  {} {} from {}: {}\n    value: {}\n",
+                    s.partition,
+                    s.offset,
+                    s.stage,
+                    s.error_class,
+                    s.origin_topic.as_deref().unwrap_or("?"),
+                    s.message.as_deref().unwrap_or("(context headers off)"),
+                    s.value_preview.as_deref().unwrap_or("null")
+                ));
+            }
+        }
+        out
+    }
+}

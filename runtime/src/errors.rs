@@ -1,0 +1,627 @@
+//! Error handling, one path for every stage of every task kind: Kafka
+//! Connect's `errors.*` keys (tolerance, bounded retries with backoff,
+//! logging, a dead-letter queue with context headers), decided from the
+//! error's kind.
+//!
+//! - `Data` errors (this record is bad) are retried never, and then either
+//!   fail the task (`errors.tolerance=none`) or are logged, dead-lettered and
+//!   skipped (`all`).
+//! - `Retriable` errors of a record (a transform that says "try later") are
+//!   retried within `errors.retry.timeout` / `errors.retry.max.attempts`,
+//!   then treated like `Data` errors.
+//! - Infrastructure failures (a database or broker that is unreachable) are
+//!   retried within `errors.infrastructure.retry.timeout`, never
+//!   dead-lettered, and fail the task when that budget is spent.
+//! - `Fatal` errors fail the task.
+//!
+//! The invariant the task loops keep with this module: a record's offset is
+//! committed only once the record was written or its dead-letter record was
+//! acknowledged by Kafka.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rdkafka::message::{Header as KafkaHeader, OwnedHeaders};
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use serde::Deserialize;
+use sluice_sdk::config::{ConfigError, ConfigMap, from_string_map};
+use sluice_sdk::{ConnectError, ErrorKind, Record};
+use tokio_util::sync::CancellationToken;
+
+use crate::metrics::Metrics;
+
+/// Where in the flow a failure happened (Kafka Connect's stage names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Stage {
+    TaskPoll,
+    KeyConverter,
+    ValueConverter,
+    HeaderConverter,
+    Transformation,
+    TaskPut,
+    KafkaProduce,
+    KafkaConsume,
+}
+
+impl Stage {
+    pub const ALL: [Stage; 8] = [
+        Stage::TaskPoll,
+        Stage::KeyConverter,
+        Stage::ValueConverter,
+        Stage::HeaderConverter,
+        Stage::Transformation,
+        Stage::TaskPut,
+        Stage::KafkaProduce,
+        Stage::KafkaConsume,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stage::TaskPoll => "TASK_POLL",
+            Stage::KeyConverter => "KEY_CONVERTER",
+            Stage::ValueConverter => "VALUE_CONVERTER",
+            Stage::HeaderConverter => "HEADER_CONVERTER",
+            Stage::Transformation => "TRANSFORMATION",
+            Stage::TaskPut => "TASK_PUT",
+            Stage::KafkaProduce => "KAFKA_PRODUCE",
+            Stage::KafkaConsume => "KAFKA_CONSUME",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Stage> {
+        Stage::ALL
+            .into_iter()
+            .find(|st| st.as_str().eq_ignore_ascii_case(s))
+    }
+}
+
+/// How long retries may go on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetryBudget {
+    Within(Duration),
+    Forever,
+}
+
+impl RetryBudget {
+    fn from_ms(ms: i64, key: &str) -> Result<Self, ConfigError> {
+        match ms {
+            -1 => Ok(RetryBudget::Forever),
+            ms if ms >= 0 => Ok(RetryBudget::Within(Duration::from_millis(ms as u64))),
+            _ => Err(ConfigError::new(
+                key,
+                "must be -1 (forever) or a number of milliseconds",
+            )),
+        }
+    }
+
+    fn allows(&self, started: Instant, next_delay: Duration) -> bool {
+        match self {
+            RetryBudget::Forever => true,
+            RetryBudget::Within(d) => started.elapsed() + next_delay <= *d,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeadLetterQueue {
+    pub topic: String,
+    pub replication_factor: i32,
+    pub context_headers: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ErrorPolicy {
+    pub tolerate_all: bool,
+    pub retry: RetryBudget,
+    pub retry_delay_max: Duration,
+    pub retry_max_attempts: Option<u32>,
+    pub infrastructure_retry: RetryBudget,
+    pub log: bool,
+    pub log_messages: bool,
+    pub dlq: Option<DeadLetterQueue>,
+}
+
+impl Default for ErrorPolicy {
+    fn default() -> Self {
+        Self {
+            tolerate_all: false,
+            retry: RetryBudget::Within(Duration::ZERO),
+            retry_delay_max: Duration::from_secs(60),
+            retry_max_attempts: None,
+            infrastructure_retry: RetryBudget::Within(Duration::from_secs(300)),
+            log: false,
+            log_messages: false,
+            dlq: None,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Tolerance {
+    None,
+    All,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ErrorKeys {
+    #[serde(default)]
+    tolerance: Option<Tolerance>,
+    #[serde(rename = "retry.timeout", default)]
+    retry_timeout: Option<i64>,
+    #[serde(rename = "retry.delay.max.ms", default)]
+    retry_delay_max_ms: Option<u64>,
+    #[serde(rename = "retry.max.attempts", default)]
+    retry_max_attempts: Option<u32>,
+    #[serde(rename = "infrastructure.retry.timeout", default)]
+    infrastructure_retry_timeout: Option<i64>,
+    #[serde(rename = "log.enable", default)]
+    log_enable: Option<bool>,
+    #[serde(rename = "log.include.messages", default)]
+    log_include_messages: Option<bool>,
+    #[serde(rename = "deadletterqueue.topic.name", default)]
+    dlq_topic: Option<String>,
+    #[serde(rename = "deadletterqueue.topic.replication.factor", default)]
+    dlq_replication: Option<i32>,
+    #[serde(rename = "deadletterqueue.context.headers.enable", default)]
+    dlq_context_headers: Option<bool>,
+}
+
+impl ErrorPolicy {
+    /// Parses the `errors.*` keys (prefix removed); `inputs` are the
+    /// connector's input topics, which the DLQ may not be.
+    pub fn parse(keys: &ConfigMap, inputs: &[String]) -> Result<Self, ConfigError> {
+        let k: ErrorKeys = from_string_map(keys).map_err(|e| e.in_namespace("errors."))?;
+        let d = ErrorPolicy::default();
+        let dlq = match k
+            .dlq_topic
+            .map(|t| t.trim().to_string())
+            .filter(|t| !t.is_empty())
+        {
+            None => None,
+            Some(topic) => {
+                if inputs.contains(&topic) {
+                    return Err(ConfigError::new(
+                        "errors.deadletterqueue.topic.name",
+                        format!(
+                            "`{topic}` is one of the connector's input topics; dead-lettered records would be read again"
+                        ),
+                    ));
+                }
+                Some(DeadLetterQueue {
+                    topic,
+                    replication_factor: k.dlq_replication.unwrap_or(3),
+                    context_headers: k.dlq_context_headers.unwrap_or(false),
+                })
+            }
+        };
+        Ok(ErrorPolicy {
+            tolerate_all: matches!(k.tolerance, Some(Tolerance::All)),
+            retry: match k.retry_timeout {
+                Some(ms) => RetryBudget::from_ms(ms, "errors.retry.timeout")?,
+                None => d.retry,
+            },
+            retry_delay_max: k
+                .retry_delay_max_ms
+                .map(Duration::from_millis)
+                .unwrap_or(d.retry_delay_max),
+            retry_max_attempts: k.retry_max_attempts,
+            infrastructure_retry: match k.infrastructure_retry_timeout {
+                Some(ms) => RetryBudget::from_ms(ms, "errors.infrastructure.retry.timeout")?,
+                None => d.infrastructure_retry,
+            },
+            log: k.log_enable.unwrap_or(false),
+            log_messages: k.log_include_messages.unwrap_or(false),
+            dlq,
+        })
+    }
+}
+
+/// Exponential backoff from 100 ms with jitter (half to the whole delay),
+/// capped at `max`.
+pub fn backoff(attempt: u32, max: Duration) -> Duration {
+    let base = Duration::from_millis(100).saturating_mul(1u32 << attempt.min(16));
+    let capped = base.min(max);
+    let jitter = rand_fraction();
+    capped.mul_f64(0.5 + 0.5 * jitter)
+}
+
+fn rand_fraction() -> f64 {
+    // Jitter needs no cryptographic quality: the clock's low bits mixed.
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let mixed = (u64::from(nanos)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 11;
+    (mixed as f64) / ((1u64 << 53) as f64)
+}
+
+pub struct Retrier<'a> {
+    handler: &'a ErrorHandler,
+    stage: Stage,
+    budget: RetryBudget,
+    started: Instant,
+    attempts: u32,
+}
+
+impl Retrier<'_> {
+    /// Attempts made so far.
+    pub fn attempts(&self) -> u32 {
+        self.attempts
+    }
+
+    /// After a failure: `true` (having waited) if it is retriable and the
+    /// budget allows another attempt; `false` otherwise, or when the task is
+    /// being stopped.
+    pub async fn again(&mut self, e: &ConnectError) -> bool {
+        self.attempts += 1;
+        let h = self.handler;
+        let delay = backoff(self.attempts - 1, h.policy.retry_delay_max);
+        let more = e.kind == ErrorKind::Retriable
+            && self.budget.allows(self.started, delay)
+            && h.policy
+                .retry_max_attempts
+                .is_none_or(|max| self.attempts < max)
+            && !h.cancel.is_cancelled();
+        if !more {
+            return false;
+        }
+        h.count_retry(self.stage);
+        tracing::warn!(stage = self.stage.as_str(), attempt = self.attempts, delay_ms = delay.as_millis() as u64,
+            error = %e.full_message(), "retrying after a retriable failure");
+        tokio::select! {
+            _ = tokio::time::sleep(delay) => true,
+            _ = h.cancel.cancelled() => false,
+        }
+    }
+}
+
+/// A failure the handler was asked about.
+pub struct Failure<'a> {
+    /// The input record, if there is one (a failed poll has none).
+    pub record: Option<&'a Record>,
+    pub stage: Stage,
+    /// The component at that stage: connector class or transform alias.
+    pub component: &'a str,
+    pub error: &'a ConnectError,
+    pub attempts: u32,
+}
+
+/// Decides, for one task, what each failure means, and writes dead letters.
+pub struct ErrorHandler {
+    pub policy: ErrorPolicy,
+    connector: Arc<str>,
+    task: u32,
+    metrics: Metrics,
+    dlq: Option<FutureProducer>,
+    cancel: CancellationToken,
+}
+
+impl ErrorHandler {
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    pub fn new(
+        policy: ErrorPolicy,
+        connector: Arc<str>,
+        task: u32,
+        metrics: Metrics,
+        dlq: Option<FutureProducer>,
+        cancel: CancellationToken,
+    ) -> Self {
+        Self {
+            policy,
+            connector,
+            task,
+            metrics,
+            dlq,
+            cancel,
+        }
+    }
+
+    fn labels(&self) -> [String; 2] {
+        [self.connector.to_string(), self.task.to_string()]
+    }
+
+    fn count_retry(&self, stage: Stage) {
+        let [c, t] = self.labels();
+        self.metrics
+            .retries
+            .with_label_values(&[c.as_str(), t.as_str(), stage.as_str()])
+            .inc();
+    }
+
+    /// A retry loop for one operation: call [`Retrier::again`] after each
+    /// failure; it waits (backoff with jitter) and says whether to try again.
+    /// Infrastructure operations use `errors.infrastructure.retry.timeout`,
+    /// record-level ones `errors.retry.timeout`; both honour
+    /// `errors.retry.max.attempts`.
+    pub fn retrier(&self, stage: Stage, infrastructure: bool) -> Retrier<'_> {
+        Retrier {
+            handler: self,
+            stage,
+            budget: if infrastructure {
+                self.policy.infrastructure_retry
+            } else {
+                self.policy.retry
+            },
+            started: Instant::now(),
+            attempts: 0,
+        }
+    }
+
+    /// A record (or poll) failed for good. With `errors.tolerance=none`, or
+    /// a fatal error, returns the error that fails the task. Otherwise logs
+    /// it if asked, dead-letters it if a DLQ is configured (waiting for
+    /// Kafka's acknowledgement), and returns `Ok` so the task skips it.
+    pub async fn give_up(&self, f: Failure<'_>) -> Result<(), ConnectError> {
+        let [c, t] = self.labels();
+        self.metrics
+            .errors
+            .with_label_values(&[
+                c.as_str(),
+                t.as_str(),
+                f.stage.as_str(),
+                f.error.class_name(),
+            ])
+            .inc();
+        let at = f
+            .record
+            .map(Record::coordinates)
+            .unwrap_or_else(|| "(no record)".into());
+        if f.error.kind == ErrorKind::Fatal || !self.policy.tolerate_all {
+            return Err(ConnectError::new(
+                f.error.kind,
+                format!(
+                    "{} failed at stage {} on record {at} ({}): {}",
+                    f.component,
+                    f.stage.as_str(),
+                    f.error.class_name(),
+                    f.error.full_message()
+                ),
+            )
+            .with_class(f.error.class_name().to_string()));
+        }
+        if self.policy.log {
+            let message = if self.policy.log_messages {
+                f.record.map(|r| format!("{r:?}")).unwrap_or_default()
+            } else {
+                String::new()
+            };
+            tracing::error!(stage = f.stage.as_str(), record = %at, class = f.error.class_name(),
+                error = %f.error.full_message(), attempts = f.attempts, message, "tolerated a failed record");
+        }
+        if let (Some(dlq), Some(producer)) = (&self.policy.dlq, &self.dlq) {
+            // Until Kafka has the dead letter, the record is not handled and
+            // the batch cannot be committed: retry as infrastructure.
+            let mut retrier = self.retrier(Stage::KafkaProduce, true);
+            loop {
+                match self.dead_letter(dlq, producer, &f).await {
+                    Ok(()) => break,
+                    Err(e) if retrier.again(&e).await => continue,
+                    Err(e) => return Err(e),
+                }
+            }
+            self.metrics
+                .dlq_records
+                .with_label_values(&[
+                    c.as_str(),
+                    t.as_str(),
+                    f.stage.as_str(),
+                    f.error.class_name(),
+                ])
+                .inc();
+        }
+        Ok(())
+    }
+
+    async fn dead_letter(
+        &self,
+        dlq: &DeadLetterQueue,
+        producer: &FutureProducer,
+        f: &Failure<'_>,
+    ) -> Result<(), ConnectError> {
+        let empty = Record::default();
+        let original = f.record.unwrap_or(&empty);
+        let mut headers = OwnedHeaders::new_with_capacity(original.headers.len() + 14);
+        for h in &original.headers {
+            headers = headers.insert(KafkaHeader {
+                key: &h.key,
+                value: h.value.as_deref(),
+            });
+        }
+        let (partition, offset) = match f.record {
+            Some(r) if r.partition >= 0 => (r.partition.to_string(), r.offset.to_string()),
+            _ => ("-1".to_string(), "-1".to_string()),
+        };
+        let failed_at = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        let attempts = f.attempts.saturating_sub(1).to_string();
+        let mut context: Vec<(&str, String)> = Vec::new();
+        if dlq.context_headers {
+            context.extend([
+                ("__connect.errors.topic", original.topic.clone()),
+                ("__connect.errors.partition", partition),
+                ("__connect.errors.offset", offset),
+                (
+                    "__connect.errors.connector.name",
+                    self.connector.to_string(),
+                ),
+                ("__connect.errors.task.id", self.task.to_string()),
+                ("__connect.errors.stage", f.stage.as_str().to_string()),
+                ("__connect.errors.class.name", f.component.to_string()),
+                (
+                    "__connect.errors.exception.class.name",
+                    format!("sluice.{}", f.error.class_name()),
+                ),
+                (
+                    "__connect.errors.exception.message",
+                    f.error.message.clone(),
+                ),
+                (
+                    "__connect.errors.exception.stacktrace",
+                    f.error.full_message(),
+                ),
+            ]);
+        }
+        // Always present: inspect and replay read them.
+        context.extend([
+            ("x-dead-letter-origin-topic", original.topic.clone()),
+            (
+                "x-dead-letter-error-class",
+                f.error.class_name().to_string(),
+            ),
+            ("x-dead-letter-retry-count", attempts),
+            ("x-dead-letter-failed-at", failed_at),
+            ("x-dead-letter-stage", f.stage.as_str().to_string()),
+        ]);
+        for (k, v) in &context {
+            headers = headers.insert(KafkaHeader {
+                key: k,
+                value: Some(v.as_bytes()),
+            });
+        }
+        let mut record: FutureRecord<'_, [u8], [u8]> =
+            FutureRecord::to(&dlq.topic).headers(headers);
+        if let Some(k) = &original.key {
+            record = record.key(k.as_slice());
+        }
+        if let Some(v) = &original.value {
+            record = record.payload(v.as_slice());
+        }
+        if let Some(ts) = original.timestamp {
+            record = record.timestamp(ts);
+        }
+        match producer.send(record, Duration::from_secs(60)).await {
+            Ok(_) => Ok(()),
+            Err((e, _))
+                if e.rdkafka_error_code()
+                    == Some(rdkafka::error::RDKafkaErrorCode::MessageSizeTooLarge)
+                    && original.value.is_some() =>
+            {
+                // The record cannot fit in Kafka at all: keep everything but
+                // the value, and say so, rather than lose the record silently.
+                let size = original.value.as_ref().map_or(0, Vec::len).to_string();
+                let mut headers = OwnedHeaders::new();
+                for h in &original.headers {
+                    headers = headers.insert(KafkaHeader {
+                        key: &h.key,
+                        value: h.value.as_deref(),
+                    });
+                }
+                for (k, v) in &context {
+                    headers = headers.insert(KafkaHeader {
+                        key: k,
+                        value: Some(v.as_bytes()),
+                    });
+                }
+                headers = headers.insert(KafkaHeader {
+                    key: "x-dead-letter-value-omitted-bytes",
+                    value: Some(size.as_bytes()),
+                });
+                let mut slim: FutureRecord<'_, [u8], [u8]> =
+                    FutureRecord::to(&dlq.topic).headers(headers);
+                if let Some(k) = &original.key {
+                    slim = slim.key(k.as_slice());
+                }
+                producer
+                    .send(slim, Duration::from_secs(60))
+                    .await
+                    .map(|_| ())
+                    .map_err(|(e, _)| {
+                        ConnectError::retriable(format!(
+                            "writing to the dead-letter queue `{}`",
+                            dlq.topic
+                        ))
+                        .with_class("DeadLetterQueueUnavailable")
+                        .with_source(e)
+                    })
+            }
+            // Not acknowledged: the batch must not be committed. Retriable as
+            // infrastructure: the batch is redone after backoff.
+            Err((e, _)) => Err(ConnectError::retriable(format!(
+                "writing to the dead-letter queue `{}`",
+                dlq.topic
+            ))
+            .with_class("DeadLetterQueueUnavailable")
+            .with_source(e)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys(pairs: &[(&str, &str)]) -> ConfigMap {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn parses_kafka_connect_keys() {
+        let p = ErrorPolicy::parse(
+            &keys(&[
+                ("tolerance", "all"),
+                ("retry.timeout", "-1"),
+                ("retry.delay.max.ms", "500"),
+                ("deadletterqueue.topic.name", "dlq"),
+                ("deadletterqueue.context.headers.enable", "true"),
+                ("log.enable", "true"),
+            ]),
+            &["orders".into()],
+        )
+        .unwrap();
+        assert!(p.tolerate_all && p.log && !p.log_messages);
+        assert_eq!(p.retry, RetryBudget::Forever);
+        assert_eq!(
+            p.dlq.unwrap(),
+            DeadLetterQueue {
+                topic: "dlq".into(),
+                replication_factor: 3,
+                context_headers: true
+            }
+        );
+        assert_eq!(
+            ErrorPolicy::parse(&keys(&[]), &[]).unwrap(),
+            ErrorPolicy::default()
+        );
+    }
+
+    #[test]
+    fn rejects_bad_values_by_key() {
+        let err = ErrorPolicy::parse(
+            &keys(&[("deadletterqueue.topic.name", "orders")]),
+            &["orders".into()],
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.key.as_deref(),
+            Some("errors.deadletterqueue.topic.name")
+        );
+        let err = ErrorPolicy::parse(&keys(&[("tolerance", "some")]), &[]).unwrap_err();
+        assert_eq!(err.key.as_deref(), Some("errors.tolerance"));
+        let err = ErrorPolicy::parse(&keys(&[("retry.timeout", "-5")]), &[]).unwrap_err();
+        assert_eq!(err.key.as_deref(), Some("errors.retry.timeout"));
+        let err = ErrorPolicy::parse(&keys(&[("retry.colour", "1")]), &[]).unwrap_err();
+        assert_eq!(err.key.as_deref(), Some("errors.retry.colour"));
+    }
+
+    #[test]
+    fn backoff_grows_with_jitter_and_is_capped() {
+        for attempt in 0..20 {
+            let d = backoff(attempt, Duration::from_secs(2));
+            let full = Duration::from_millis(100)
+                .saturating_mul(1 << attempt.min(16))
+                .min(Duration::from_secs(2));
+            assert!(
+                d >= full / 2 && d <= full,
+                "attempt {attempt}: {d:?} outside {:?}..{full:?}",
+                full / 2
+            );
+        }
+    }
+}

@@ -582,3 +582,59 @@ async fn replay_after_a_fix_delivers_every_dead_letter_once() {
     );
     env.worker.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_retriable_record_is_retried_within_its_budget_then_dead_lettered() {
+    let env = InProcess::start();
+    env.broker.create_topic("pay", 1).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("pay.db");
+    sqlite_orders(&db, false);
+    send(
+        env.broker.bootstrap_servers(),
+        "pay",
+        &[b"error:retriable", POISON[0]],
+    )
+    .await;
+    let mut config = sink_config(&db, "all");
+    config["errors.retry.timeout"] = json!("10000");
+    config["errors.retry.max.attempts"] = json!("3");
+    config["errors.retry.delay.max.ms"] = json!("200");
+    env.create(json!({"name": "retry-sink", "config": config}))
+        .await;
+    let bootstrap = env.broker.bootstrap_servers().to_string();
+    let letters = fixtures::eventually(Duration::from_secs(180), "the dead letter", || {
+        let b = bootstrap.clone();
+        async move {
+            let l = tokio::task::spawn_blocking(move || fixtures::read_topic(&b, "pay-dlq"))
+                .await
+                .ok()?;
+            (!l.is_empty()).then_some(l)
+        }
+    })
+    .await;
+    assert_eq!(letters.len(), 1);
+    assert_eq!(
+        header(&letters[0], "x-dead-letter-error-class").as_deref(),
+        Some("RetriableError")
+    );
+    assert_eq!(
+        header(&letters[0], "x-dead-letter-retry-count").as_deref(),
+        Some("2"),
+        "3 attempts: 2 retries"
+    );
+    assert_eq!(
+        metric(
+            &env,
+            r#"sluice_retries_total{connector="retry-sink",stage="TRANSFORMATION""#
+        ),
+        2
+    );
+    let rows = fixtures::eventually(Duration::from_secs(60), "the good row", || async {
+        let rows = fixtures::sqlite_rows(&db, "SELECT order_id FROM pay").await;
+        (!rows.is_empty()).then_some(rows)
+    })
+    .await;
+    assert_eq!(rows, vec![vec!["1".to_string()]]);
+    env.worker.shutdown().await;
+}

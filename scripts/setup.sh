@@ -5,11 +5,16 @@
 #   - C toolchain and libraries for rdkafka's bundled librdkafka (ssl, zstd)
 #     and SQLite: build-essential pkg-config zlib1g-dev libssl-dev
 #   - PostgreSQL (tests run against a real server; see scripts/postgres.sh)
+#   - promtool, from Debian's prometheus package (the alert rules' tests)
 #   - the Rust toolchain pinned in rust-toolchain.toml, with wasm32-wasip2
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(build-essential pkg-config zlib1g-dev libssl-dev python3 curl ca-certificates)
+# promtool (Debian's prometheus package) checks and unit-tests the shipped alerts.
+if [[ "${SLUICE_SETUP_MONITORING:-1}" == 1 ]]; then
+  APT_PACKAGES+=(prometheus)
+fi
 if [[ "${SLUICE_SETUP_POSTGRES:-1}" == 1 ]]; then
   APT_PACKAGES+=(postgresql postgresql-client)
 fi

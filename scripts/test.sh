@@ -9,9 +9,17 @@ scripts/setup.sh
 eval "$(scripts/postgres.sh start)"
 echo "test: PostgreSQL at $SLUICE_TEST_POSTGRES_URL" >&2
 
+# The shipped alert rules: valid, and firing exactly when they should.
+promtool check rules examples/monitoring/alerts.yml
+promtool test rules examples/monitoring/alerts_test.yml
+
 cargo fmt --all --check
 for guest in examples/transforms/rust plugins/transforms tests/guests; do
-  cargo fmt --all --check --manifest-path "$guest/Cargo.toml"
+  # The shipped alert rules: valid, and firing exactly when they should.
+promtool check rules examples/monitoring/alerts.yml
+promtool test rules examples/monitoring/alerts_test.yml
+
+cargo fmt --all --check --manifest-path "$guest/Cargo.toml"
 done
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo clippy -p sluice-sdk --features guest --locked -- -D warnings

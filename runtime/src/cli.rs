@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use tracing_subscriber::EnvFilter;
 
 use crate::config::{ConnectorSpec, WorkerConfig};
 use crate::kafka::{EMBEDDED_PARTITION_LIMIT_BYTES, EmbeddedBroker, KafkaClients};
@@ -145,7 +144,6 @@ const EXIT_CONFIG: u8 = 2;
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_tracing();
     match cli.command {
         Command::Standalone { worker, connectors } => {
             let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -160,16 +158,11 @@ pub fn main() -> ExitCode {
             };
             runtime.block_on(standalone(worker, connectors))
         }
-        Command::Dlq { command } => dlq(command),
+        Command::Dlq { command } => {
+            crate::logging::init(crate::logging::LogFormat::Text);
+            dlq(command)
+        }
     }
-}
-
-fn init_tracing() {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
 }
 
 async fn standalone(worker_file: PathBuf, connector_files: Vec<PathBuf>) -> ExitCode {
@@ -181,6 +174,7 @@ async fn standalone(worker_file: PathBuf, connector_files: Vec<PathBuf>) -> Exit
             return ExitCode::from(EXIT_CONFIG);
         }
     };
+    crate::logging::init(worker_config.log_format);
     let mut specs = Vec::with_capacity(connector_files.len());
     for file in &connector_files {
         match ConnectorSpec::load(file) {
@@ -302,6 +296,29 @@ async fn standalone(worker_file: PathBuf, connector_files: Vec<PathBuf>) -> Exit
         })
     };
 
+    let metrics_server = match &worker_config.metrics_listener {
+        Some(addr) => match tokio::net::TcpListener::bind(addr).await {
+            Ok(l) => {
+                tracing::info!(metrics = %format!("http://{addr}/metrics"), "metrics listener started");
+                let app = crate::rest::metrics_router(worker.clone());
+                let stop = shutdown.clone();
+                Some(tokio::spawn(async move {
+                    let _ = axum::serve(l, app)
+                        .with_graceful_shutdown(stop.cancelled_owned())
+                        .await;
+                }))
+            }
+            Err(e) => {
+                eprintln!(
+                    "error: {}: key `metrics.listener`: cannot listen on {addr}: {e}",
+                    worker_file.display()
+                );
+                return ExitCode::from(EXIT_CONFIG);
+            }
+        },
+        None => None,
+    };
+
     for v in validated {
         let name = v.spec.name.clone();
         if let Err(e) = worker.start(v).await {
@@ -317,6 +334,9 @@ async fn standalone(worker_file: PathBuf, connector_files: Vec<PathBuf>) -> Exit
     worker.shutdown().await;
     shutdown.cancel();
     let _ = server.await;
+    if let Some(m) = metrics_server {
+        let _ = m.await;
+    }
     drop(embedded);
     tracing::info!("stopped");
     ExitCode::SUCCESS

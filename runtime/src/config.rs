@@ -93,6 +93,12 @@ struct WorkerKeys {
     task_shutdown_graceful_timeout_ms: u64,
     #[serde(rename = "worker.id", default)]
     worker_id: Option<String>,
+    /// `text` (default) or `json`.
+    #[serde(rename = "log.format", default)]
+    log_format: Option<String>,
+    /// A separate listener for `/metrics` only (it is also on `listeners`).
+    #[serde(rename = "metrics.listener", default)]
+    metrics_listener: Option<String>,
     /// The standard transform library component (`sluice_transforms.wasm`).
     #[serde(rename = "transforms.library", default)]
     transforms_library: Option<PathBuf>,
@@ -138,6 +144,9 @@ pub struct WorkerConfig {
     pub embedded_topic_partitions: i32,
     pub wasm_cache_dir: Option<PathBuf>,
     pub transforms_library: Option<PathBuf>,
+    pub log_format: crate::logging::LogFormat,
+    /// `host:port` of the separate metrics listener, if any.
+    pub metrics_listener: Option<String>,
     /// Keys accepted for compatibility that change nothing, with why: the
     /// worker logs them at start so nothing is ignored silently.
     pub inert_keys: Vec<(&'static str, &'static str)>,
@@ -217,7 +226,25 @@ impl WorkerConfig {
             Some(dir) => Some(PathBuf::from(dir)),
             None => default_cache_dir(),
         };
+        let log_format = match keys.log_format.as_deref() {
+            None | Some("text") => crate::logging::LogFormat::Text,
+            Some("json") => crate::logging::LogFormat::Json,
+            Some(other) => {
+                return Err(ConfigError::new(
+                    "log.format",
+                    format!("`{other}`; expected text or json"),
+                ));
+            }
+        };
+        let metrics_listener = match &keys.metrics_listener {
+            Some(l) => {
+                Some(parse_listener(l).map_err(|m| ConfigError::new("metrics.listener", m))?)
+            }
+            None => None,
+        };
         Ok(WorkerConfig {
+            log_format,
+            metrics_listener,
             transforms_library: keys.transforms_library.or_else(default_library),
             wasm_cache_dir,
             inert_keys,

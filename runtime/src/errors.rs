@@ -413,6 +413,10 @@ impl ErrorHandler {
                     f.error.class_name(),
                 ])
                 .inc();
+            self.metrics
+                .records
+                .with_label_values(&[c.as_str(), t.as_str(), "dlq", "ok"])
+                .inc();
         }
         Ok(())
     }

@@ -99,7 +99,8 @@ impl KafkaClients {
             // assignment; anything else out of range is data loss, an error.
             .set("auto.offset.reset", "error")
             .set("enable.partition.eof", "false")
-            .set("partition.assignment.strategy", "cooperative-sticky");
+            .set("partition.assignment.strategy", "cooperative-sticky")
+            .set("statistics.interval.ms", "5000");
         for (k, v) in &self.consumer_overrides {
             c.set(k, v);
         }
@@ -244,9 +245,41 @@ pub enum ConsumerEvent {
 pub struct SafeConsumerContext {
     pub events: tokio::sync::mpsc::UnboundedSender<ConsumerEvent>,
     pub connector: Arc<str>,
+    pub task: u32,
+    pub metrics: crate::metrics::Metrics,
+    pub assigned: std::sync::Mutex<std::collections::BTreeSet<(String, i32)>>,
 }
 
-impl ClientContext for SafeConsumerContext {}
+impl ClientContext for SafeConsumerContext {
+    /// librdkafka's statistics carry each partition's lag behind the
+    /// committed offset (`statistics.interval.ms`).
+    fn stats(&self, statistics: rdkafka::Statistics) {
+        let assigned = self.assigned.lock().expect("assigned lock");
+        for (topic, t) in &statistics.topics {
+            for (partition, p) in &t.partitions {
+                if *partition < 0 || !assigned.contains(&(topic.clone(), *partition)) {
+                    continue;
+                }
+                let lag = if p.consumer_lag >= 0 {
+                    p.consumer_lag
+                } else if p.committed_offset < 0 && p.hi_offset >= 0 {
+                    // Nothing committed yet: everything up to the end is lag.
+                    p.hi_offset - p.lo_offset.max(0)
+                } else {
+                    continue;
+                };
+                self.metrics
+                    .consumer_lag
+                    .with_label_values(&[
+                        self.connector.as_ref(),
+                        topic.as_str(),
+                        &partition.to_string(),
+                    ])
+                    .set(lag);
+            }
+        }
+    }
+}
 
 impl ConsumerContext for SafeConsumerContext {
     fn rebalance(
@@ -275,7 +308,8 @@ impl ConsumerContext for SafeConsumerContext {
                 if let Err(e) = result {
                     tracing::error!(connector = %self.connector, error = %e, "assigning partitions failed");
                 }
-                tracing::info!(connector = %self.connector, partitions = ?partitions, "partitions assigned");
+                tracing::info!(connector = %self.connector, gained = ?partitions, "rebalance: partitions assigned");
+                self.record_rebalance(&partitions, true);
                 let _ = self.events.send(ConsumerEvent::Assigned(partitions));
             }
             RDKafkaRespErr::RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS => {
@@ -287,7 +321,8 @@ impl ConsumerContext for SafeConsumerContext {
                 if let Err(e) = result {
                     tracing::error!(connector = %self.connector, error = %e, "revoking partitions failed");
                 }
-                tracing::info!(connector = %self.connector, partitions = ?partitions, "partitions revoked");
+                tracing::info!(connector = %self.connector, lost = ?partitions, "rebalance: partitions revoked");
+                self.record_rebalance(&partitions, false);
                 let _ = self.events.send(ConsumerEvent::Revoked(partitions));
             }
             other => {
@@ -299,6 +334,47 @@ impl ConsumerContext for SafeConsumerContext {
 }
 
 impl SafeConsumerContext {
+    pub fn new(
+        events: tokio::sync::mpsc::UnboundedSender<ConsumerEvent>,
+        connector: Arc<str>,
+        task: u32,
+        metrics: crate::metrics::Metrics,
+    ) -> Self {
+        Self {
+            events,
+            connector,
+            task,
+            metrics,
+            assigned: Default::default(),
+        }
+    }
+
+    fn record_rebalance(&self, partitions: &[(String, i32)], gained: bool) {
+        let task = self.task.to_string();
+        self.metrics
+            .rebalances
+            .with_label_values(&[self.connector.as_ref(), task.as_str()])
+            .inc();
+        let mut assigned = self.assigned.lock().expect("assigned lock");
+        for p in partitions {
+            if gained {
+                assigned.insert(p.clone());
+            } else {
+                assigned.remove(p);
+                // A partition this task no longer owns has no lag of its own.
+                let _ = self.metrics.consumer_lag.remove_label_values(&[
+                    self.connector.as_ref(),
+                    p.0.as_str(),
+                    &p.1.to_string(),
+                ]);
+            }
+        }
+        self.metrics
+            .assigned_partitions
+            .with_label_values(&[self.connector.as_ref(), task.as_str()])
+            .set(assigned.len() as i64);
+    }
+
     fn set_start_positions(&self, consumer: &BaseConsumer<Self>, tpl: &mut TopicPartitionList) {
         let mut committed = None;
         for attempt in 1..=5 {

@@ -6,6 +6,7 @@ pub mod config;
 pub mod dlq;
 pub mod errors;
 pub mod kafka;
+pub mod logging;
 pub mod metrics;
 pub mod offsets;
 pub mod plugin;

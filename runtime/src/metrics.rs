@@ -27,7 +27,17 @@ pub struct Metrics {
     pub dlq_records: IntCounterVec,
     /// Retries after retriable failures, by stage.
     pub retries: IntCounterVec,
+    /// Committed offset to the end of each partition, per sink connector.
+    pub consumer_lag: IntGaugeVec,
+    pub rebalances: IntCounterVec,
+    pub assigned_partitions: IntGaugeVec,
+    /// From `x-produce-timestamp-ms` (stamped by source tasks) to the sink's write.
+    pub e2e_latency: HistogramVec,
+    pub batch_size: HistogramVec,
 }
+
+/// The header source tasks stamp and sinks measure end-to-end latency from.
+pub const LATENCY_HEADER: &str = "x-produce-timestamp-ms";
 
 /// One transform's series, resolved once per task.
 #[derive(Clone)]
@@ -174,6 +184,54 @@ impl Metrics {
             &["connector", "task", "stage"],
         )
         .expect("valid metric");
+        let consumer_lag = IntGaugeVec::new(
+            Opts::new(
+                "sluice_consumer_lag",
+                "Records between a sink's committed offset and the end of the partition",
+            ),
+            &["connector", "topic", "partition"],
+        )
+        .expect("valid metric");
+        let rebalances = IntCounterVec::new(
+            Opts::new(
+                "sluice_rebalances_total",
+                "Consumer group rebalances seen by each sink task (assignments and revocations)",
+            ),
+            &["connector", "task"],
+        )
+        .expect("valid metric");
+        let assigned_partitions = IntGaugeVec::new(
+            Opts::new(
+                "sluice_assigned_partitions",
+                "Partitions assigned to each sink task",
+            ),
+            &["connector", "task"],
+        )
+        .expect("valid metric");
+        let e2e_latency = HistogramVec::new(
+            HistogramOpts::new(
+                "streaming_e2e_latency_seconds",
+                "End-to-end latency: from the source's x-produce-timestamp-ms stamp to the sink's write",
+            )
+            .buckets(vec![0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0, 60.0]),
+            &["topic", "pipeline"],
+        )
+        .expect("valid metric");
+        let batch_size = HistogramVec::new(
+            HistogramOpts::new("sluice_batch_size", "Records per batch")
+                .buckets(vec![1.0, 10.0, 50.0, 100.0, 500.0, 1000.0, 5000.0, 10000.0]),
+            &["connector", "task"],
+        )
+        .expect("valid metric");
+        for c in [
+            Box::new(consumer_lag.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(rebalances.clone()),
+            Box::new(assigned_partitions.clone()),
+            Box::new(e2e_latency.clone()),
+            Box::new(batch_size.clone()),
+        ] {
+            registry.register(c).expect("metric registered once");
+        }
         for c in [
             Box::new(errors.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(dlq_records.clone()),
@@ -218,6 +276,11 @@ impl Metrics {
             errors,
             dlq_records,
             retries,
+            consumer_lag,
+            rebalances,
+            assigned_partitions,
+            e2e_latency,
+            batch_size,
         }
     }
 

@@ -38,8 +38,52 @@ pub fn router(worker: Arc<Worker>) -> Router {
             axum::routing::post(replay_dlq),
         )
         .route("/connector-plugins", get(list_plugins))
+        .route("/admin/loggers", get(list_loggers))
+        .route(
+            "/admin/loggers/{logger}",
+            get(get_logger).merge(put(put_logger)),
+        )
         .fallback(not_found)
         .with_state(worker)
+}
+
+/// Only `/metrics`, for a separate `metrics.listener`.
+pub fn metrics_router(worker: Arc<Worker>) -> Router {
+    Router::new()
+        .route("/metrics", get(metrics))
+        .fallback(not_found)
+        .with_state(worker)
+}
+
+fn logger_json(level: &str, last_modified: Option<i64>) -> Value {
+    json!({"level": level, "last_modified": last_modified})
+}
+
+async fn list_loggers() -> Json<Value> {
+    let out: serde_json::Map<String, Value> = crate::logging::loggers()
+        .into_iter()
+        .map(|(name, (level, modified))| (name, logger_json(&level, modified)))
+        .collect();
+    Json(Value::Object(out))
+}
+
+async fn get_logger(Path(logger): Path<String>) -> Result<Json<Value>, ApiError> {
+    let (level, modified) = crate::logging::level_of(&logger)
+        .ok_or_else(|| ApiError::not_found("logging is not initialised"))?;
+    Ok(Json(logger_json(&level, modified)))
+}
+
+async fn put_logger(
+    Path(logger): Path<String>,
+    body: Result<Json<Value>, JsonRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let Json(body) =
+        body.map_err(|e| ApiError::bad_request(format!("request body: {}", e.body_text())))?;
+    let level = body.get("level").and_then(Value::as_str).ok_or_else(|| {
+        ApiError::bad_request("the body must be {\"level\": \"DEBUG\"} (or another level)")
+    })?;
+    let changed = crate::logging::set_level(&logger, level).map_err(ApiError::bad_request)?;
+    Ok(Json(json!(changed)))
 }
 
 /// Kafka Connect's error body.

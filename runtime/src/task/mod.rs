@@ -113,6 +113,14 @@ impl TaskEnv {
         [self.connector.to_string(), self.task_id.to_string()]
     }
 
+    fn observe_batch(&self, n: usize) {
+        let [c, t] = self.labels();
+        self.metrics
+            .batch_size
+            .with_label_values(&[c.as_str(), t.as_str()])
+            .observe(n as f64);
+    }
+
     fn count(&self, stage: &str, outcome: &str, n: usize) {
         let [c, t] = self.labels();
         self.metrics

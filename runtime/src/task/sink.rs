@@ -13,6 +13,7 @@ use sluice_sdk::{ConnectError, ErrorKind, Header, Record, SinkTask};
 use super::TaskEnv;
 use crate::errors::{ErrorHandler, Failure, Stage};
 use crate::kafka::{ConsumerEvent, SafeConsumerContext, is_offset_out_of_range};
+use crate::metrics::LATENCY_HEADER;
 
 type SafeConsumer = StreamConsumer<SafeConsumerContext>;
 
@@ -47,10 +48,12 @@ pub async fn run(
         }
     }
     let (events_tx, mut events_rx) = tokio::sync::mpsc::unbounded_channel();
-    let context = SafeConsumerContext {
-        events: events_tx,
-        connector: env.connector.clone(),
-    };
+    let context = SafeConsumerContext::new(
+        events_tx,
+        env.connector.clone(),
+        env.task_id,
+        env.metrics.clone(),
+    );
     let client_id = format!("sluice-{}-{}", env.connector, env.task_id);
     let consumer = Arc::new(
         env.clients
@@ -103,6 +106,7 @@ async fn run_loop(
         env.swap_chain_if_updated().await;
         let started = Instant::now();
         env.count("consume", "ok", batch.len());
+        env.observe_batch(batch.len());
         // Next offset to read per partition, committed once every record of
         // the batch was written or dead-lettered.
         let mut next: BTreeMap<(String, i32), i64> = BTreeMap::new();
@@ -146,6 +150,16 @@ async fn run_loop(
 
         let outputs = transform_all(env, errors, &inputs).await?;
         let written = outputs.len();
+        // End-to-end latency of what is about to be written, observed once
+        // it is.
+        let stamps: Vec<(String, i64)> = outputs
+            .iter()
+            .filter_map(|(origin, r)| {
+                let stamp = r.last_header(LATENCY_HEADER)?.value.as_deref()?;
+                let ms = i64::from_be_bytes(stamp.try_into().ok()?);
+                Some((inputs[*origin].topic.clone(), ms))
+            })
+            .collect();
         if !outputs.is_empty()
             && let Err(e) = put_isolating(task, errors, &class, &inputs, outputs).await
         {
@@ -171,6 +185,13 @@ async fn run_loop(
             }
         }
         env.count("put", "ok", written);
+        let now_ms = chrono::Utc::now().timestamp_millis();
+        for (topic, ms) in stamps {
+            env.metrics
+                .e2e_latency
+                .with_label_values(&[topic.as_str(), env.connector.as_ref()])
+                .observe((now_ms - ms).max(0) as f64 / 1000.0);
+        }
         commit(env, consumer, &next).await;
         let [c, t] = env.labels();
         env.metrics

@@ -14,6 +14,7 @@ use sluice_sdk::{ConnectError, ErrorKind, Record, SourceTask};
 use super::TaskEnv;
 use super::sink::{infrastructure_exhausted, transform_all};
 use crate::errors::{ErrorHandler, Failure, Stage};
+use crate::metrics::LATENCY_HEADER;
 use crate::offsets::OffsetStore;
 
 pub async fn run(
@@ -90,6 +91,7 @@ async fn run_loop(
         env.swap_chain_if_updated().await;
         let started = Instant::now();
         env.count("poll", "ok", batch.len());
+        env.observe_batch(batch.len());
 
         // The offset to commit per source partition: the last in the batch.
         let mut updates: HashMap<String, serde_json::Value> = HashMap::new();
@@ -100,7 +102,15 @@ async fn run_loop(
             );
         }
         let inputs: Vec<Record> = batch.iter().map(|r| r.to_record()).collect();
-        let outputs = transform_all(env, errors, &inputs).await?;
+        let mut outputs = transform_all(env, errors, &inputs).await?;
+        // Stamp the time the record entered the pipeline, unless a transform
+        // or the source already did, for end-to-end latency at the sinks.
+        let now = chrono::Utc::now().timestamp_millis().to_be_bytes().to_vec();
+        for (_, r) in &mut outputs {
+            if !r.has_header(LATENCY_HEADER) {
+                r.add_header(LATENCY_HEADER, Some(now.clone()));
+            }
+        }
 
         // Produce; records Kafka refuses for what they are go to the error
         // handler, other failures are retried as infrastructure.

@@ -5,8 +5,8 @@
 #   docker run -p 8083:8083 -v $PWD/config:/etc/sluice sluice \
 #     standalone /etc/sluice/worker.json /etc/sluice/connector.json
 #
-# Volumes: /etc/sluice (configs), /opt/sluice/plugins (your transform
-# components), /var/lib/sluice (offsets, SQLite files, the compiled-WASM
+# Volumes: /etc/sluice (configs), /opt/sluice/plugins (plugin.path: native
+# connector plugins; also a place for your transform components), /var/lib/sluice (offsets, SQLite files, the compiled-WASM
 # cache). The example transform is /opt/sluice/transforms/example.wasm; the
 # standard transform library is found at /opt/sluice/transforms/.
 

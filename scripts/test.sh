@@ -14,7 +14,7 @@ promtool check rules examples/monitoring/alerts.yml
 promtool test rules examples/monitoring/alerts_test.yml
 
 cargo fmt --all --check
-for guest in examples/transforms/rust plugins/transforms tests/guests; do
+for guest in examples/transforms/rust plugins/transforms plugins/http-sink tests/guests tests/native; do
   # The shipped alert rules: valid, and firing exactly when they should.
 promtool check rules examples/monitoring/alerts.yml
 promtool test rules examples/monitoring/alerts_test.yml
@@ -23,6 +23,8 @@ cargo fmt --all --check --manifest-path "$guest/Cargo.toml"
 done
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo clippy -p sluice-sdk --features guest --locked -- -D warnings
+cargo clippy -p sluice-sdk --features native --locked -- -D warnings
+cargo clippy --manifest-path plugins/http-sink/Cargo.toml --locked -- -D warnings
 cargo test --workspace --locked
 # The guest SDK's documentation example, compiled.
 cargo test -p sluice-sdk --features guest --doc --locked

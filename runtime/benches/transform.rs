@@ -16,6 +16,7 @@ use sluice_runtime::transform::wasm::{WasmHost, WasmTransform};
 use sluice_sdk::Record;
 
 #[path = "../../tests/fixtures/guest_build.rs"]
+#[allow(dead_code)] // shared with the tests, which also build native plugins
 mod guest_build;
 
 const ROUNDS: usize = 7;

@@ -240,6 +240,7 @@ async fn standalone(worker_file: PathBuf, connector_files: Vec<PathBuf>) -> Exit
     let worker = match Worker::new(WorkerOptions {
         id: worker_id,
         wasm_cache_dir: worker_config.wasm_cache_dir.clone(),
+        plugin_path: worker_config.plugin_path.clone(),
         transforms_library: worker_config.transforms_library.clone(),
         clients: KafkaClients::new(&worker_config, bootstrap.clone(), embedded.clone()),
         offsets,

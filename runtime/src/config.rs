@@ -215,12 +215,7 @@ impl WorkerConfig {
                 "Sluice commits offsets after every batch, which is at least as often",
             ));
         }
-        if !keys.plugin_path.is_empty() {
-            inert_keys.push((
-                "plugin.path",
-                "native connector plugins are not supported yet; the directories are not scanned",
-            ));
-        }
+
         let wasm_cache_dir = match keys.wasm_cache_dir.as_deref() {
             Some("") => None,
             Some(dir) => Some(PathBuf::from(dir)),
@@ -1032,6 +1027,31 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(err.key.as_deref(), Some("bootstrap.server"));
+    }
+
+    #[test]
+    fn plugin_path_and_inert_keys() {
+        let w = WorkerConfig::from_map(
+            &string_map_from_json(
+                &json!({"plugin.path": "/a, /b", "offset.flush.interval.ms": 10000}),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        let inert: Vec<&str> = w.inert_keys.iter().map(|(k, _)| *k).collect();
+        assert_eq!(
+            inert,
+            vec!["offset.flush.interval.ms"],
+            "reported at start, not ignored silently"
+        );
+        assert_eq!(
+            w.plugin_path,
+            vec![PathBuf::from("/a"), PathBuf::from("/b")]
+        );
+        let err =
+            WorkerConfig::from_map(&string_map_from_json(&json!({"log.format": "xml"})).unwrap())
+                .unwrap_err();
+        assert_eq!(err.key.as_deref(), Some("log.format"));
     }
 
     #[test]

@@ -8,6 +8,7 @@ pub mod errors;
 pub mod kafka;
 pub mod logging;
 pub mod metrics;
+pub mod native_plugin;
 pub mod offsets;
 pub mod plugin;
 pub mod rest;

@@ -41,6 +41,26 @@ impl Registry {
         }
     }
 
+    /// The built-in connectors plus the native plugins found in `plugin.path`
+    /// (a plugin whose class is already taken is skipped, with a reason).
+    pub fn with_native(
+        plugin_path: &[std::path::PathBuf],
+    ) -> (Self, Vec<(std::path::PathBuf, String)>) {
+        let mut registry = Self::builtin();
+        let (plugins, mut failures) = crate::native_plugin::scan(plugin_path);
+        for p in plugins {
+            let class = p.info().class;
+            if registry.find(class).is_some() {
+                let reason = format!("its class `{class}` is already provided by another plugin");
+                tracing::error!(class, "native plugin not loaded: {reason}");
+                failures.push((std::path::PathBuf::from(class), reason));
+                continue;
+            }
+            registry.plugins.push(p);
+        }
+        (registry, failures)
+    }
+
     /// Finds a plugin by its class or any alias.
     pub fn find(&self, class: &str) -> Option<&Plugin> {
         self.plugins.iter().find(|p| {

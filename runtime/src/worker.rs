@@ -94,6 +94,8 @@ pub struct Worker {
 
 pub struct WorkerOptions {
     pub id: String,
+    /// Directories of native connector plugins (`plugin.path`).
+    pub plugin_path: Vec<std::path::PathBuf>,
     pub transforms_library: Option<std::path::PathBuf>,
     pub wasm_cache_dir: Option<std::path::PathBuf>,
     pub clients: KafkaClients,
@@ -108,7 +110,13 @@ impl Worker {
         Ok(Self {
             id: options.id,
             transforms_library: options.transforms_library,
-            registry: Registry::builtin(),
+            registry: {
+                let (registry, failures) = Registry::with_native(&options.plugin_path);
+                for (path, reason) in &failures {
+                    tracing::warn!(path = %path.display(), reason = %reason, "skipped a plugin");
+                }
+                registry
+            },
             clients: options.clients,
             wasm: WasmHost::new(
                 options.wasm_cache_dir,

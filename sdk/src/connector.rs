@@ -103,6 +103,12 @@ pub struct TaskContext {
 pub trait SourceConnector: Send + Sync {
     fn info(&self) -> PluginInfo;
 
+    /// One JSON object per key (`{name, type, required, default_value,
+    /// documentation}`), for `GET /connector-plugins/{class}/config`.
+    fn config_definition(&self) -> serde_json::Value {
+        serde_json::Value::Array(Vec::new())
+    }
+
     /// Checks the connector's own keys (the runtime's common keys are removed
     /// first). Unknown keys are errors.
     fn validate(&self, config: &ConfigMap) -> Result<(), ConfigError>;
@@ -142,6 +148,12 @@ pub trait SourceTask: Send {
 
 pub trait SinkConnector: Send + Sync {
     fn info(&self) -> PluginInfo;
+
+    /// One JSON object per key (`{name, type, required, default_value,
+    /// documentation}`), for `GET /connector-plugins/{class}/config`.
+    fn config_definition(&self) -> serde_json::Value {
+        serde_json::Value::Array(Vec::new())
+    }
 
     fn validate(&self, config: &ConfigMap) -> Result<(), ConfigError>;
 

@@ -16,6 +16,8 @@ pub mod connector;
 pub mod error;
 #[cfg(feature = "guest")]
 pub mod guest;
+#[cfg(feature = "native")]
+pub mod native;
 pub mod record;
 
 pub use config::{ConfigError, ConfigMap};

@@ -13,6 +13,7 @@ mod native_plugins;
 mod observability;
 mod postgres;
 mod quickstart;
+mod rest;
 mod sink_failures;
 mod stdlib;
 mod transforms;

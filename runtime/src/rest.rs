@@ -20,11 +20,25 @@ pub fn router(worker: Arc<Worker>) -> Router {
         .route("/", get(root))
         .route("/health", get(health))
         .route("/metrics", get(metrics))
-        .route("/connectors", get(list_connectors))
-        .route("/connectors/{name}", get(get_connector))
+        .route("/connectors", get(list_connectors).post(create_connector))
+        .route(
+            "/connectors/{name}",
+            get(get_connector).delete(delete_connector),
+        )
+        .route(
+            "/connectors/{name}/restart",
+            axum::routing::post(restart_connector),
+        )
+        .route("/connectors/{name}/pause", put(pause_connector))
+        .route("/connectors/{name}/resume", put(resume_connector))
+        .route("/connectors/{name}/stop", put(stop_connector))
+        .route(
+            "/connectors/{name}/tasks/{task}/restart",
+            axum::routing::post(restart_task),
+        )
         .route(
             "/connectors/{name}/config",
-            get(get_config).merge(put(put_config)),
+            get(get_config).merge(put(put_config)).patch(patch_config),
         )
         .route("/connectors/{name}/status", get(get_status))
         .route("/connectors/{name}/tasks", get(get_tasks))
@@ -225,6 +239,190 @@ async fn get_config(
     Ok(Json(redact(&spec.config)))
 }
 
+/// Maps a body that cannot be read to Kafka Connect's error shape: 400 bad
+/// JSON, 413 too large, 415 not JSON.
+fn body_error(e: JsonRejection) -> ApiError {
+    ApiError {
+        status: e.status(),
+        message: format!("request body: {}", e.body_text()),
+    }
+}
+
+fn worker_error(e: WorkerError) -> ApiError {
+    match e {
+        WorkerError::Invalid { error, .. } => {
+            ApiError::bad_request(format!("Connector configuration is invalid: {error}"))
+        }
+        WorkerError::AlreadyExists(n) => ApiError {
+            status: StatusCode::CONFLICT,
+            message: format!("Connector {n} already exists"),
+        },
+        WorkerError::Start { .. } => ApiError {
+            status: StatusCode::INTERNAL_SERVER_ERROR,
+            message: e.to_string(),
+        },
+        WorkerError::Conflict(m) => ApiError {
+            status: StatusCode::CONFLICT,
+            message: m,
+        },
+    }
+}
+
+async fn pause_connector(
+    State(worker): State<Arc<Worker>>,
+    Path(name): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    match worker.pause(&name).await.map_err(worker_error)? {
+        true => Ok(StatusCode::ACCEPTED),
+        false => Err(unknown(&name)),
+    }
+}
+
+async fn resume_connector(
+    State(worker): State<Arc<Worker>>,
+    Path(name): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    match worker.resume(&name).await.map_err(worker_error)? {
+        true => Ok(StatusCode::ACCEPTED),
+        false => Err(unknown(&name)),
+    }
+}
+
+async fn stop_connector(
+    State(worker): State<Arc<Worker>>,
+    Path(name): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    match worker.stop(&name).await.map_err(worker_error)? {
+        true => Ok(StatusCode::NO_CONTENT),
+        false => Err(unknown(&name)),
+    }
+}
+
+/// `POST /connectors` with `{name, config, initial_state?}`: 201, or 409
+/// if it exists.
+async fn create_connector(
+    State(worker): State<Arc<Worker>>,
+    body: Result<Json<Value>, JsonRejection>,
+) -> Result<Response, ApiError> {
+    let Json(body) = body.map_err(body_error)?;
+    if let Some(state) = body.get("initial_state").and_then(Value::as_str)
+        && state != "RUNNING"
+    {
+        return Err(ApiError::bad_request(format!(
+            "initial_state {state} is not supported yet; create the connector RUNNING"
+        )));
+    }
+    let mut body = body;
+    if let Some(o) = body.as_object_mut() {
+        o.remove("initial_state");
+    }
+    let spec = ConnectorSpec::from_json(&body)
+        .map_err(|e| ApiError::bad_request(format!("Connector configuration is invalid: {e}")))?;
+    if worker.spec(&spec.name).await.is_some() {
+        return Err(ApiError {
+            status: StatusCode::CONFLICT,
+            message: format!("Connector {} already exists", spec.name),
+        });
+    }
+    worker.create(&spec).await.map_err(worker_error)?;
+    let info = info_json(&worker, &spec.name)
+        .await
+        .ok_or_else(|| unknown(&spec.name))?;
+    Ok((StatusCode::CREATED, Json(info)).into_response())
+}
+
+async fn delete_connector(
+    State(worker): State<Arc<Worker>>,
+    Path(name): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    if worker.stop_connector(&name).await {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(unknown(&name))
+    }
+}
+
+/// `PATCH /connectors/{name}/config`: merges the body into the config; a
+/// `null` value removes the key.
+async fn patch_config(
+    State(worker): State<Arc<Worker>>,
+    Path(name): Path<String>,
+    body: Result<Json<Value>, JsonRejection>,
+) -> Result<Response, ApiError> {
+    let Json(patch) = body.map_err(body_error)?;
+    let patch = patch
+        .as_object()
+        .ok_or_else(|| ApiError::bad_request("the body must be a JSON object of config keys"))?;
+    let (spec, _, _) = worker.spec(&name).await.ok_or_else(|| unknown(&name))?;
+    let mut merged = serde_json::Map::new();
+    for (k, v) in &spec.config {
+        merged.insert(k.clone(), Value::String(v.clone()));
+    }
+    for (k, v) in patch {
+        if v.is_null() {
+            merged.remove(k);
+        } else {
+            merged.insert(k.clone(), v.clone());
+        }
+    }
+    let spec = ConnectorSpec::from_json(&json!({"name": name, "config": merged}))
+        .map_err(|e| ApiError::bad_request(format!("Connector configuration is invalid: {e}")))?;
+    worker.put(&spec).await.map_err(worker_error)?;
+    let info = info_json(&worker, &name)
+        .await
+        .ok_or_else(|| unknown(&name))?;
+    Ok((StatusCode::OK, Json(info)).into_response())
+}
+
+#[derive(serde::Deserialize)]
+struct RestartQuery {
+    #[serde(default, rename = "includeTasks")]
+    include_tasks: bool,
+    #[serde(default, rename = "onlyFailed")]
+    only_failed: bool,
+}
+
+/// `POST /connectors/{name}/restart`: 204 when neither `includeTasks` nor
+/// `onlyFailed`; otherwise 202 with the status, restarting the tasks asked.
+async fn restart_connector(
+    State(worker): State<Arc<Worker>>,
+    Path(name): Path<String>,
+    query: Result<Query<RestartQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, ApiError> {
+    let Query(q) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let status = worker.status(&name).await.ok_or_else(|| unknown(&name))?;
+    if !q.include_tasks && !q.only_failed {
+        worker.restart(&name).await.map_err(worker_error)?;
+        return Ok(StatusCode::NO_CONTENT.into_response());
+    }
+    for (id, t) in &status.tasks {
+        if !q.only_failed || t.state == crate::task::State::Failed {
+            worker
+                .restart_task(&name, *id)
+                .await
+                .map_err(worker_error)?;
+        }
+    }
+    let status = worker.status(&name).await.ok_or_else(|| unknown(&name))?;
+    Ok((StatusCode::ACCEPTED, Json(status_json(&worker, &status))).into_response())
+}
+
+async fn restart_task(
+    State(worker): State<Arc<Worker>>,
+    Path((name, task)): Path<(String, String)>,
+) -> Result<StatusCode, ApiError> {
+    let id: u32 = task
+        .parse()
+        .map_err(|_| ApiError::not_found(format!("Task {name}-{task} not found")))?;
+    if worker.spec(&name).await.is_none() {
+        return Err(unknown(&name));
+    }
+    match worker.restart_task(&name, id).await.map_err(worker_error)? {
+        true => Ok(StatusCode::NO_CONTENT),
+        false => Err(ApiError::not_found(format!("Task {name}-{id} not found"))),
+    }
+}
+
 /// Creates (201) or updates (200) a connector. An invalid config changes
 /// nothing and is a 400 naming the key; a transforms-only change is swapped
 /// into the running tasks at their next batch boundary.
@@ -248,6 +446,10 @@ async fn put_config(
         WorkerError::Start { .. } => ApiError {
             status: StatusCode::INTERNAL_SERVER_ERROR,
             message: e.to_string(),
+        },
+        WorkerError::Conflict(m) => ApiError {
+            status: StatusCode::CONFLICT,
+            message: m,
         },
     })?;
     let info = info_json(&worker, &name)

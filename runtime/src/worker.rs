@@ -40,6 +40,8 @@ pub enum WorkerError {
     Invalid { name: String, error: ConfigError },
     #[error("starting connector `{name}`: {message}")]
     Start { name: String, message: String },
+    #[error("{0}")]
+    Conflict(String),
 }
 
 struct TaskRuntime {
@@ -57,6 +59,10 @@ struct ConnectorRuntime {
     /// The transform chain the tasks run; a new value is swapped in by each
     /// task at its next batch boundary.
     chain: tokio::sync::watch::Sender<CompiledChain>,
+    /// Kafka Connect's target state: paused tasks stop moving records.
+    paused: tokio::sync::watch::Sender<bool>,
+    /// STOPPED: no tasks, the config kept (offsets may be changed).
+    stopped: bool,
 }
 
 /// What a config update did.
@@ -251,10 +257,11 @@ impl Worker {
             Plugin::Sink(p) => p.task_configs(&v.plugin_config, v.common.tasks_max),
         };
         let (chain, _) = tokio::sync::watch::channel(v.chain.clone());
+        let (paused, _) = tokio::sync::watch::channel(false);
         let mut tasks = Vec::with_capacity(task_configs.len());
         for (id, config) in task_configs.into_iter().enumerate() {
             let id = id as u32;
-            tasks.push(self.spawn_task(&v, id, config, chain.subscribe()));
+            tasks.push(self.spawn_task(&v, id, config, chain.subscribe(), paused.subscribe()));
         }
         tracing::info!(connector = %name, class = %v.common.connector_class, tasks = tasks.len(), "connector started");
         connectors.insert(
@@ -264,6 +271,8 @@ impl Worker {
                 kind: v.plugin.kind(),
                 tasks,
                 chain,
+                paused,
+                stopped: false,
             },
         );
         Ok(())
@@ -296,6 +305,12 @@ impl Worker {
                 name: spec.name.clone(),
                 error,
             })?;
+        if self.is_stopped(&spec.name).await == Some(true) {
+            if let Some(c) = self.connectors.write().await.get_mut(&spec.name) {
+                c.spec = spec.clone();
+            }
+            return Ok(Updated::Restarted);
+        }
         let is_chain_key = |k: &String| k.starts_with("transforms") || k.starts_with("predicates");
         let outside = |c: &ConfigMap| -> ConfigMap {
             c.iter()
@@ -319,6 +334,137 @@ impl Worker {
         self.stop_connector(&spec.name).await;
         self.start(validated).await?;
         Ok(Updated::Restarted)
+    }
+
+    /// PAUSED: tasks stop moving records but keep their place (sinks keep
+    /// their partitions and stay in the group). `false` if unknown.
+    pub async fn pause(&self, name: &str) -> Result<bool, WorkerError> {
+        let connectors = self.connectors.read().await;
+        let Some(c) = connectors.get(name) else {
+            return Ok(false);
+        };
+        if c.stopped {
+            return Err(WorkerError::Conflict(format!(
+                "Connector {name} is STOPPED; resume it first"
+            )));
+        }
+        c.paused.send_replace(true);
+        tracing::info!(connector = %name, "connector paused");
+        Ok(true)
+    }
+
+    /// RUNNING again, from PAUSED (in place) or STOPPED (tasks started).
+    pub async fn resume(&self, name: &str) -> Result<bool, WorkerError> {
+        let stopped_spec = {
+            let connectors = self.connectors.read().await;
+            let Some(c) = connectors.get(name) else {
+                return Ok(false);
+            };
+            if !c.stopped {
+                c.paused.send_replace(false);
+                tracing::info!(connector = %name, "connector resumed");
+                return Ok(true);
+            }
+            c.spec.clone()
+        };
+        self.connectors.write().await.remove(name);
+        self.create(&stopped_spec).await?;
+        tracing::info!(connector = %name, "connector started again after STOPPED");
+        Ok(true)
+    }
+
+    /// STOPPED: the tasks shut down cleanly (their in-flight batches commit),
+    /// the config stays; offsets may be changed while stopped.
+    pub async fn stop(&self, name: &str) -> Result<bool, WorkerError> {
+        let tasks = {
+            let mut connectors = self.connectors.write().await;
+            let Some(c) = connectors.get_mut(name) else {
+                return Ok(false);
+            };
+            c.stopped = true;
+            c.paused.send_replace(false);
+            std::mem::take(&mut c.tasks)
+        };
+        let deadline = tokio::time::Instant::now() + self.shutdown_timeout;
+        for t in &tasks {
+            t.cancel.cancel();
+        }
+        for t in tasks {
+            let mut join = t.join;
+            if tokio::time::timeout_at(deadline, &mut join).await.is_err() {
+                join.abort();
+            }
+        }
+        tracing::info!(connector = %name, "connector stopped");
+        Ok(true)
+    }
+
+    pub async fn is_stopped(&self, name: &str) -> Option<bool> {
+        self.connectors.read().await.get(name).map(|c| c.stopped)
+    }
+
+    /// Stops a connector's tasks cleanly and starts them again with the same
+    /// config (`POST /connectors/{name}/restart`).
+    pub async fn restart(&self, name: &str) -> Result<bool, WorkerError> {
+        let Some((spec, stopped)) = self
+            .connectors
+            .read()
+            .await
+            .get(name)
+            .map(|c| (c.spec.clone(), c.stopped))
+        else {
+            return Ok(false);
+        };
+        if stopped {
+            return Err(WorkerError::Conflict(format!(
+                "Connector {name} is STOPPED; resume it to start its tasks"
+            )));
+        }
+        self.stop_connector(name).await;
+        self.create(&spec).await?;
+        Ok(true)
+    }
+
+    /// Restarts one task (`POST /connectors/{name}/tasks/{id}/restart`):
+    /// its in-flight batch finishes or is redelivered; the others go on.
+    pub async fn restart_task(&self, name: &str, id: u32) -> Result<bool, WorkerError> {
+        let spec = match self.connectors.read().await.get(name) {
+            Some(c) if c.tasks.iter().any(|t| t.id == id) => c.spec.clone(),
+            _ => return Ok(false),
+        };
+        let validated = self
+            .validate(&spec)
+            .await
+            .map_err(|error| WorkerError::Invalid {
+                name: name.to_string(),
+                error,
+            })?;
+        let mut connectors = self.connectors.write().await;
+        let Some(c) = connectors.get_mut(name) else {
+            return Ok(false);
+        };
+        let Some(index) = c.tasks.iter().position(|t| t.id == id) else {
+            return Ok(false);
+        };
+        let old = c.tasks.remove(index);
+        old.cancel.cancel();
+        let mut join = old.join;
+        if tokio::time::timeout(self.shutdown_timeout, &mut join)
+            .await
+            .is_err()
+        {
+            join.abort();
+        }
+        let task = self.spawn_task(
+            &validated,
+            id,
+            old.config,
+            c.chain.subscribe(),
+            c.paused.subscribe(),
+        );
+        c.tasks.insert(index, task);
+        tracing::info!(connector = %name, task = id, "task restarted");
+        Ok(true)
     }
 
     /// Stops a connector's tasks cleanly and forgets it.
@@ -345,6 +491,7 @@ impl Worker {
         id: u32,
         config: ConfigMap,
         chain_updates: tokio::sync::watch::Receiver<CompiledChain>,
+        paused: tokio::sync::watch::Receiver<bool>,
     ) -> TaskRuntime {
         let name: Arc<str> = Arc::from(v.spec.name.as_str());
         let status = StatusCell::new(self.metrics.clone(), &name, id);
@@ -359,6 +506,8 @@ impl Worker {
             cancel: cancel.clone(),
             chain: std::sync::Mutex::new(None),
             chain_updates,
+            paused,
+            status: status.clone(),
         };
         let chain = env.chain_updates.borrow().clone();
         let metrics = self.metrics.clone();
@@ -471,13 +620,17 @@ impl Worker {
     pub async fn status(&self, name: &str) -> Option<ConnectorStatus> {
         let connectors = self.connectors.read().await;
         let c = connectors.get(name)?;
+        let state = if c.stopped {
+            State::Stopped
+        } else if *c.paused.borrow() {
+            State::Paused
+        } else {
+            State::Running
+        };
         Some(ConnectorStatus {
             name: name.to_string(),
             kind: c.kind,
-            connector: TaskStatus {
-                state: State::Running,
-                trace: None,
-            },
+            connector: TaskStatus { state, trace: None },
             tasks: c.tasks.iter().map(|t| (t.id, t.status.get())).collect(),
         })
     }

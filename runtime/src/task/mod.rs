@@ -106,9 +106,35 @@ pub struct TaskEnv {
     pub chain: Mutex<Option<TransformChain>>,
     /// New chains from config updates, swapped in at a batch boundary.
     pub chain_updates: tokio::sync::watch::Receiver<CompiledChain>,
+    /// `true` while the connector is paused.
+    pub paused: tokio::sync::watch::Receiver<bool>,
+    pub status: StatusCell,
 }
 
 impl TaskEnv {
+    fn is_paused(&self) -> bool {
+        *self.paused.borrow()
+    }
+
+    /// Waits while the connector is paused (the task shows PAUSED). Returns
+    /// false if the task is being stopped instead.
+    async fn wait_while_paused(&mut self) -> bool {
+        self.status.set(State::Paused, None);
+        tracing::info!("paused");
+        loop {
+            if !*self.paused.borrow_and_update() {
+                break;
+            }
+            tokio::select! {
+                _ = self.cancel.cancelled() => return false,
+                changed = self.paused.changed() => if changed.is_err() { return false },
+            }
+        }
+        self.status.set(State::Running, None);
+        tracing::info!("resumed");
+        true
+    }
+
     fn labels(&self) -> [String; 2] {
         [self.connector.to_string(), self.task_id.to_string()]
     }

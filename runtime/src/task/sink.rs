@@ -96,6 +96,9 @@ async fn run_loop(
         while let Ok(event) = events.try_recv() {
             tracing::debug!(?event, "rebalance");
         }
+        if env.is_paused() && !pause_consumer(env, consumer).await {
+            return Ok(());
+        }
         let batch = next_batch(env, consumer, max_records, max_wait).await?;
         if batch.is_empty() {
             if env.cancel.is_cancelled() {
@@ -308,6 +311,43 @@ async fn put_isolating(
         }
     }
     Ok(())
+}
+
+/// While the connector is paused: the assigned partitions are paused and the
+/// consumer keeps polling (so it stays in its group); a record from a
+/// partition assigned meanwhile is sought back and that partition paused
+/// too. Returns false if the task is being stopped.
+async fn pause_consumer(env: &mut TaskEnv, consumer: &Arc<SafeConsumer>) -> bool {
+    env.status.set(crate::task::State::Paused, None);
+    tracing::info!("paused");
+    if let Ok(assignment) = consumer.assignment() {
+        let _ = consumer.pause(&assignment);
+    }
+    loop {
+        if !*env.paused.borrow_and_update() {
+            break;
+        }
+        tokio::select! {
+            _ = env.cancel.cancelled() => return false,
+            _ = env.paused.changed() => {}
+            received = tokio::time::timeout(Duration::from_millis(200), consumer.recv()) => {
+                if let Ok(Ok(m)) = received {
+                    let (topic, partition, offset) = (m.topic().to_string(), m.partition(), m.offset());
+                    drop(m);
+                    let _ = consumer.seek(&topic, partition, Offset::Offset(offset), Duration::from_secs(5));
+                    let mut tpl = TopicPartitionList::new();
+                    tpl.add_partition(&topic, partition);
+                    let _ = consumer.pause(&tpl);
+                }
+            }
+        }
+    }
+    if let Ok(assignment) = consumer.assignment() {
+        let _ = consumer.resume(&assignment);
+    }
+    env.status.set(crate::task::State::Running, None);
+    tracing::info!("resumed");
+    true
 }
 
 /// Up to `max_records`, waiting at most `max_wait` once the first arrives.

@@ -42,6 +42,9 @@ async fn run_loop(
 ) -> Result<(), ConnectError> {
     let class = env.common.connector_class.clone();
     loop {
+        if env.is_paused() && !env.wait_while_paused().await {
+            return Ok(());
+        }
         let mut retrier = errors.retrier(Stage::TaskPoll, true);
         let polled = loop {
             let polled = tokio::select! {

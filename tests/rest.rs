@@ -1,0 +1,403 @@
+//! The REST API's routes, driven with `oneshot` (no socket): Kafka Connect's
+//! paths, status codes and JSON shapes, including the errors.
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode, header};
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+use crate::fixtures::InProcess;
+
+async fn call(
+    env: &InProcess,
+    method: &str,
+    uri: &str,
+    body: Option<Value>,
+) -> (StatusCode, Value) {
+    let mut req = Request::builder().method(method).uri(uri);
+    let body = match body {
+        Some(v) => {
+            req = req.header(header::CONTENT_TYPE, "application/json");
+            Body::from(v.to_string())
+        }
+        None => Body::empty(),
+    };
+    raw(env, req.body(body).unwrap()).await
+}
+
+async fn raw(env: &InProcess, req: Request<Body>) -> (StatusCode, Value) {
+    let response = sluice_runtime::rest::router(env.worker.clone())
+        .oneshot(req)
+        .await
+        .unwrap();
+    let status = response.status();
+    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
+}
+
+fn source(name: &str) -> Value {
+    json!({"name": name, "config": {"connector.class": "datagen", "topic": format!("{name}-t"), "rate": "20", "count": "50"}})
+}
+
+fn assert_error(status: StatusCode, body: &Value, code: u16, needle: &str) {
+    assert_eq!(status.as_u16(), code, "{body}");
+    assert_eq!(body["error_code"], code, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains(needle),
+        "`{needle}` not in {body}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn connector_lifecycle_and_errors() {
+    let env = InProcess::start();
+    let (s, b) = call(&env, "GET", "/", None).await;
+    assert_eq!((s, b["version"].is_string()), (StatusCode::OK, true));
+    assert_eq!(call(&env, "GET", "/health", None).await.0, StatusCode::OK);
+    assert_eq!(call(&env, "GET", "/connectors", None).await.1, json!([]));
+
+    // Create: 201 with Kafka Connect's shape; again: 409.
+    let (s, b) = call(&env, "POST", "/connectors", Some(source("gen"))).await;
+    assert_eq!(s, StatusCode::CREATED, "{b}");
+    assert_eq!(b["name"], "gen");
+    assert_eq!(b["type"], "source");
+    assert_eq!(b["tasks"], json!([{"connector": "gen", "task": 0}]));
+    assert_eq!(b["config"]["topic"], "gen-t");
+    let (s, b) = call(&env, "POST", "/connectors", Some(source("gen"))).await;
+    assert_error(s, &b, 409, "already exists");
+
+    // Bad input is a 4xx naming what is wrong, never a 500.
+    let (s, b) = call(
+        &env,
+        "POST",
+        "/connectors",
+        Some(json!({"name": "x", "config": {"connector.class": "nope"}})),
+    )
+    .await;
+    assert_error(s, &b, 400, "connector.class");
+    let (s, b) = call(
+        &env,
+        "POST",
+        "/connectors",
+        Some(json!({"name": "x", "config": {"connector.class": "datagen"}})),
+    )
+    .await;
+    assert_error(s, &b, 400, "key `topic`");
+    let (s, b) = call(&env, "POST", "/connectors", Some(json!({"name": "y", "config": {"connector.class": "datagen", "topic": "t"}, "initial_state": "PAUSED"}))).await;
+    assert_error(s, &b, 400, "initial_state");
+    let req = Request::post("/connectors")
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from("{not json"))
+        .unwrap();
+    let (s, b) = raw(&env, req).await;
+    assert_error(s, &b, 400, "request body");
+    let req = Request::post("/connectors")
+        .header(header::CONTENT_TYPE, "text/plain")
+        .body(Body::from("{}"))
+        .unwrap();
+    let (s, b) = raw(&env, req).await;
+    assert_error(s, &b, 415, "request body");
+    let huge = format!(
+        "{{\"name\": \"big\", \"config\": {{\"x\": \"{}\"}}}}",
+        "a".repeat(3 * 1024 * 1024)
+    );
+    let req = Request::post("/connectors")
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(huge))
+        .unwrap();
+    let (s, b) = raw(&env, req).await;
+    assert_error(s, &b, 413, "request body");
+
+    // Reads.
+    let (s, b) = call(&env, "GET", "/connectors/gen", None).await;
+    assert_eq!((s, b["name"].as_str()), (StatusCode::OK, Some("gen")));
+    let (s, b) = call(&env, "GET", "/connectors/missing", None).await;
+    assert_error(s, &b, 404, "Connector missing not found");
+    let (s, b) = call(&env, "GET", "/connectors/missing/status", None).await;
+    assert_error(s, &b, 404, "not found");
+    let (s, b) = call(&env, "GET", "/connectors/gen/tasks", None).await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(b[0]["id"], json!({"connector": "gen", "task": 0}));
+    let (s, b) = call(&env, "GET", "/connectors/gen/tasks/0/status", None).await;
+    assert_eq!((s, b["id"].as_u64()), (StatusCode::OK, Some(0)));
+    let (s, b) = call(&env, "GET", "/connectors/gen/tasks/9/status", None).await;
+    assert_error(s, &b, 404, "Task gen-9 not found");
+    let (s, b) = call(&env, "GET", "/connectors?expand=status&expand=info", None).await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(b["gen"]["status"]["connector"]["state"], "RUNNING", "{b}");
+    assert_eq!(b["gen"]["info"]["type"], "source", "{b}");
+    let (_, plugins) = call(&env, "GET", "/connector-plugins", None).await;
+    assert!(
+        plugins
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["class"] == "jdbc-sink" && p["type"] == "sink")
+    );
+    let (s, b) = call(&env, "GET", "/no/such/path", None).await;
+    assert_error(s, &b, 404, "no such endpoint");
+
+    // Secrets are hidden.
+    let dir = tempfile::tempdir().unwrap();
+    let sink = json!({"name": "db", "config": {
+        "connector.class": "jdbc-sink", "topics": "gen-t",
+        "connection.url": format!("jdbc:sqlite:{}", dir.path().join("x.db").display()), "connection.password": "s3cret",
+        "insert.mode": "upsert", "pk.mode": "record_value", "pk.fields": "order_id", "auto.create": "true"
+    }});
+    assert_eq!(
+        call(&env, "POST", "/connectors", Some(sink)).await.0,
+        StatusCode::CREATED
+    );
+    let (_, config) = call(&env, "GET", "/connectors/db/config", None).await;
+    assert_eq!(config["connection.password"], "[hidden]");
+
+    // PATCH merges; null removes.
+    let (s, b) = call(
+        &env,
+        "PATCH",
+        "/connectors/gen/config",
+        Some(json!({"rate": "30", "count": null})),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{b}");
+    let (_, config) = call(&env, "GET", "/connectors/gen/config", None).await;
+    assert_eq!(config["rate"], "30");
+    assert!(config.get("count").is_none(), "{config}");
+    let (s, b) = call(
+        &env,
+        "PATCH",
+        "/connectors/gen/config",
+        Some(json!({"rate": "fast"})),
+    )
+    .await;
+    assert_error(s, &b, 400, "key `rate`");
+    let (s, b) = call(
+        &env,
+        "PATCH",
+        "/connectors/missing/config",
+        Some(json!({"rate": "1"})),
+    )
+    .await;
+    assert_error(s, &b, 404, "not found");
+
+    // Restarts.
+    assert_eq!(
+        call(&env, "POST", "/connectors/gen/restart", None).await.0,
+        StatusCode::NO_CONTENT
+    );
+    let (s, b) = call(
+        &env,
+        "POST",
+        "/connectors/gen/restart?includeTasks=true",
+        None,
+    )
+    .await;
+    assert_eq!(s, StatusCode::ACCEPTED, "{b}");
+    assert_eq!(b["name"], "gen");
+    assert_eq!(
+        call(&env, "POST", "/connectors/gen/tasks/0/restart", None)
+            .await
+            .0,
+        StatusCode::NO_CONTENT
+    );
+    let (s, b) = call(&env, "POST", "/connectors/gen/tasks/7/restart", None).await;
+    assert_error(s, &b, 404, "Task gen-7 not found");
+    let (s, b) = call(&env, "POST", "/connectors/missing/restart", None).await;
+    assert_error(s, &b, 404, "not found");
+
+    // Delete.
+    assert_eq!(
+        call(&env, "DELETE", "/connectors/gen", None).await.0,
+        StatusCode::NO_CONTENT
+    );
+    let (s, b) = call(&env, "DELETE", "/connectors/gen", None).await;
+    assert_error(s, &b, 404, "not found");
+    assert_eq!(
+        call(&env, "GET", "/connectors", None).await.1,
+        json!(["db"])
+    );
+    env.worker.shutdown().await;
+}
+
+/// Over a real socket, with a separate HTTP client, while records flow:
+/// create, pause, resume, restart, stop, resume from STOPPED, delete.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_connector_driven_through_its_states_while_records_flow() {
+    use std::time::Duration;
+    let env = InProcess::start();
+    env.broker.create_topic("life", 1).await.unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let app = sluice_runtime::rest::router(env.worker.clone());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let http = reqwest::Client::new();
+
+    // An outside producer writes 1..=400, steadily.
+    const COUNT: u64 = 400;
+    let bootstrap = env.broker.bootstrap_servers().to_string();
+    let producer = tokio::spawn(async move {
+        for chunk in (1..=COUNT).collect::<Vec<_>>().chunks(20) {
+            let values: Vec<Vec<u8>> = chunk
+                .iter()
+                .map(|i| format!(r#"{{"n":{i}}}"#).into_bytes())
+                .collect();
+            let refs: Vec<(Option<&str>, &[u8])> =
+                values.iter().map(|v| (None, v.as_slice())).collect();
+            crate::fixtures::produce(&bootstrap, "life", &refs).await;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    });
+
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("life.jsonl");
+    let lines = || {
+        std::fs::read_to_string(&out)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    let created = http
+        .post(format!("{base}/connectors"))
+        .json(&json!({"name": "life", "config": {"connector.class": "FileStreamSink", "topics": "life", "file": out.display().to_string()}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 201);
+    let state = |http: reqwest::Client, base: String| async move {
+        let s: Value = http
+            .get(format!("{base}/connectors/life/status"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        s
+    };
+    crate::fixtures::eventually(Duration::from_secs(120), "records flowing", || async {
+        (lines() > 20).then_some(())
+    })
+    .await;
+
+    assert_eq!(
+        http.put(format!("{base}/connectors/life/pause"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        202
+    );
+    crate::fixtures::eventually(Duration::from_secs(60), "PAUSED", || {
+        let (http, base) = (http.clone(), base.clone());
+        async move {
+            let s = state(http, base).await;
+            (s["connector"]["state"] == "PAUSED" && s["tasks"][0]["state"] == "PAUSED")
+                .then_some(())
+        }
+    })
+    .await;
+    let paused_at = lines();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(lines(), paused_at, "nothing is written while paused");
+
+    assert_eq!(
+        http.put(format!("{base}/connectors/life/resume"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        202
+    );
+    crate::fixtures::eventually(Duration::from_secs(60), "flowing again", || async {
+        (lines() > paused_at).then_some(())
+    })
+    .await;
+    assert_eq!(
+        http.post(format!("{base}/connectors/life/restart"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        204
+    );
+
+    assert_eq!(
+        http.put(format!("{base}/connectors/life/stop"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        204
+    );
+    let s = state(http.clone(), base.clone()).await;
+    assert_eq!(
+        (
+            s["connector"]["state"].as_str(),
+            s["tasks"].as_array().map(Vec::len)
+        ),
+        (Some("STOPPED"), Some(0)),
+        "{s}"
+    );
+    let r = http
+        .put(format!("{base}/connectors/life/pause"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 409, "a STOPPED connector cannot be paused");
+    assert_eq!(
+        http.put(format!("{base}/connectors/life/resume"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        202
+    );
+
+    producer.await.unwrap();
+    crate::fixtures::eventually(Duration::from_secs(120), "every record", || async {
+        (lines() as u64 >= COUNT).then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let text = std::fs::read_to_string(&out).unwrap();
+    let mut seen: Vec<u64> = text
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["n"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    seen.sort();
+    assert_eq!(
+        seen,
+        (1..=COUNT).collect::<Vec<_>>(),
+        "every record exactly once through pause, restart and stop"
+    );
+
+    assert_eq!(
+        http.delete(format!("{base}/connectors/life"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        204
+    );
+    assert_eq!(
+        http.get(format!("{base}/connectors/life"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        404
+    );
+    env.worker.shutdown().await;
+}

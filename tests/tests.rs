@@ -11,6 +11,7 @@ mod error_handling;
 mod hot_swap;
 mod native_plugins;
 mod observability;
+mod persistence;
 mod postgres;
 mod quickstart;
 mod rest;

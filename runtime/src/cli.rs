@@ -240,6 +240,8 @@ async fn standalone(worker_file: PathBuf, connector_files: Vec<PathBuf>) -> Exit
     let worker = match Worker::new(WorkerOptions {
         id: worker_id,
         wasm_cache_dir: worker_config.wasm_cache_dir.clone(),
+        providers: worker_config.config_providers.clone(),
+        config_store: worker_config.config_storage_file.clone(),
         plugin_path: worker_config.plugin_path.clone(),
         transforms_library: worker_config.transforms_library.clone(),
         clients: KafkaClients::new(&worker_config, bootstrap.clone(), embedded.clone()),
@@ -319,6 +321,40 @@ async fn standalone(worker_file: PathBuf, connector_files: Vec<PathBuf>) -> Exit
         },
         None => None,
     };
+
+    // Connectors from the config store first (with their last state), unless
+    // a connector file on the command line names the same connector.
+    let stored = match worker.stored_connectors() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
+    let named: Vec<String> = validated.iter().map(|v| v.spec.name.clone()).collect();
+    for (spec, state) in stored.into_iter().filter(|(s, _)| !named.contains(&s.name)) {
+        let name = spec.name.clone();
+        let restored = match worker.validate(&spec).await {
+            Ok(v) => worker.start(v).await.map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        match restored {
+            Ok(()) => {
+                let applied = match state.as_str() {
+                    "PAUSED" => worker.pause(&name).await.map(|_| ()),
+                    "STOPPED" => worker.stop(&name).await.map(|_| ()),
+                    _ => Ok(()),
+                };
+                if let Err(e) = applied {
+                    tracing::error!(connector = %name, error = %e, "could not restore the connector's state");
+                }
+                tracing::info!(connector = %name, state = %state, "restored connector from the config store");
+            }
+            Err(e) => {
+                tracing::error!(connector = %name, error = %e, "a stored connector no longer starts; it is left out (and dropped from the config store at the next change): create it again over REST")
+            }
+        }
+    }
 
     for v in validated {
         let name = v.spec.name.clone();

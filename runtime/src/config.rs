@@ -82,6 +82,9 @@ struct WorkerKeys {
     plugin_path: Vec<PathBuf>,
     #[serde(rename = "offset.storage.file.filename", default)]
     offset_storage_file: Option<PathBuf>,
+    /// Where connector configs and target states persist (standalone).
+    #[serde(rename = "config.storage.file.filename", default)]
+    config_storage_file: Option<PathBuf>,
     /// Accepted for Kafka Connect compatibility; Sluice commits offsets
     /// after every batch, more often than any interval.
     #[serde(rename = "offset.flush.interval.ms", default)]
@@ -139,6 +142,8 @@ pub struct WorkerConfig {
     pub listeners: Vec<String>,
     pub plugin_path: Vec<PathBuf>,
     pub offset_storage_file: Option<PathBuf>,
+    pub config_storage_file: Option<PathBuf>,
+    pub config_providers: crate::providers::ConfigProviders,
     pub task_shutdown_graceful_timeout_ms: u64,
     pub worker_id: Option<String>,
     pub embedded_topic_partitions: i32,
@@ -171,6 +176,7 @@ impl WorkerConfig {
     pub fn from_map(map: &ConfigMap) -> Result<Self, ConfigError> {
         let mut own = ConfigMap::new();
         let mut client_common = ConfigMap::new();
+        let mut provider_keys = ConfigMap::new();
         let mut prefixed: BTreeMap<&str, ConfigMap> = BTreeMap::new();
         for (k, v) in map {
             if let Some(prefix) = CLIENT_PREFIXES.iter().find(|p| k.starts_with(**p)) {
@@ -178,6 +184,8 @@ impl WorkerConfig {
                     .entry(prefix)
                     .or_default()
                     .insert(k[prefix.len()..].to_string(), v.clone());
+            } else if k == "config.providers" || k.starts_with("config.providers.") {
+                provider_keys.insert(k.clone(), v.clone());
             } else if SHARED_CLIENT_PREFIXES.iter().any(|p| k.starts_with(p)) {
                 client_common.insert(k.clone(), v.clone());
             } else {
@@ -248,6 +256,8 @@ impl WorkerConfig {
             listeners: keys.listeners,
             plugin_path: keys.plugin_path,
             offset_storage_file: keys.offset_storage_file,
+            config_storage_file: keys.config_storage_file,
+            config_providers: crate::providers::ConfigProviders::from_worker(&provider_keys)?,
             task_shutdown_graceful_timeout_ms: keys.task_shutdown_graceful_timeout_ms,
             worker_id: keys.worker_id,
             embedded_topic_partitions: keys.embedded_topic_partitions,

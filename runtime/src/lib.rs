@@ -11,6 +11,7 @@ pub mod metrics;
 pub mod native_plugin;
 pub mod offsets;
 pub mod plugin;
+pub mod providers;
 pub mod rest;
 pub mod task;
 pub mod transform;

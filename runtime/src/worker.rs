@@ -87,6 +87,8 @@ pub struct ConnectorStatus {
 
 pub struct Worker {
     pub id: String,
+    providers: crate::providers::ConfigProviders,
+    config_store: Option<std::path::PathBuf>,
     transforms_library: Option<std::path::PathBuf>,
     registry: Registry,
     clients: KafkaClients,
@@ -100,6 +102,10 @@ pub struct Worker {
 
 pub struct WorkerOptions {
     pub id: String,
+    /// Resolves `${env:...}` and `${file:...}` in connector configs.
+    pub providers: crate::providers::ConfigProviders,
+    /// Where connector configs and target states persist, if anywhere.
+    pub config_store: Option<std::path::PathBuf>,
     /// Directories of native connector plugins (`plugin.path`).
     pub plugin_path: Vec<std::path::PathBuf>,
     pub transforms_library: Option<std::path::PathBuf>,
@@ -115,6 +121,8 @@ impl Worker {
     pub fn new(options: WorkerOptions) -> anyhow::Result<Self> {
         Ok(Self {
             id: options.id,
+            providers: options.providers,
+            config_store: options.config_store,
             transforms_library: options.transforms_library,
             registry: {
                 let (registry, failures) = Registry::with_native(&options.plugin_path);
@@ -136,6 +144,70 @@ impl Worker {
         })
     }
 
+    /// Writes every connector's config and target state to the config store
+    /// (atomically), so a restart restores them.
+    pub async fn persist(&self) {
+        let Some(path) = &self.config_store else {
+            return;
+        };
+        let snapshot: BTreeMap<String, serde_json::Value> = self
+            .connectors
+            .read()
+            .await
+            .iter()
+            .map(|(name, c)| {
+                let state = if c.stopped {
+                    "STOPPED"
+                } else if *c.paused.borrow() {
+                    "PAUSED"
+                } else {
+                    "RUNNING"
+                };
+                (
+                    name.clone(),
+                    serde_json::json!({"config": c.spec.config, "state": state}),
+                )
+            })
+            .collect();
+        let bytes = serde_json::to_vec_pretty(&snapshot).expect("serialises");
+        let tmp = path.with_extension("tmp");
+        let written = std::fs::write(&tmp, &bytes).and_then(|_| std::fs::rename(&tmp, path));
+        if let Err(e) = written {
+            tracing::error!(file = %path.display(), error = %e, "could not persist connector configs");
+        }
+    }
+
+    /// The connectors the config store holds: (spec, target state).
+    pub fn stored_connectors(&self) -> Result<Vec<(ConnectorSpec, String)>, String> {
+        let Some(path) = &self.config_store else {
+            return Ok(Vec::new());
+        };
+        if !path.exists() {
+            return Ok(Vec::new());
+        }
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("reading {}: {e}", path.display()))?;
+        let stored: BTreeMap<String, serde_json::Value> =
+            serde_json::from_str(&text).map_err(|e| {
+                format!(
+                    "{} is corrupt ({e}); move it away to start over",
+                    path.display()
+                )
+            })?;
+        let mut out = Vec::new();
+        for (name, entry) in stored {
+            let spec = ConnectorSpec::from_json(
+                &serde_json::json!({"name": name, "config": entry["config"]}),
+            )
+            .map_err(|e| format!("{}: connector `{name}`: {e}", path.display()))?;
+            out.push((
+                spec,
+                entry["state"].as_str().unwrap_or("RUNNING").to_string(),
+            ));
+        }
+        Ok(out)
+    }
+
     pub fn registry(&self) -> &Registry {
         &self.registry
     }
@@ -155,7 +227,9 @@ impl Worker {
     /// Every check short of running: common keys, the plugin's own keys,
     /// topics, and every WASM module loaded and checked against the WIT.
     pub async fn validate(&self, spec: &ConnectorSpec) -> Result<ValidatedConnector, ConfigError> {
-        let (mut common, plugin_config) = CommonConfig::split(&spec.config)?;
+        // Tasks see resolved values; the stored config keeps its placeholders.
+        let resolved = self.providers.resolve(&spec.config)?;
+        let (mut common, plugin_config) = CommonConfig::split(&resolved)?;
         common.resolve_standard_transforms(self.transforms_library.as_deref())?;
         let plugin = self
             .registry
@@ -275,6 +349,8 @@ impl Worker {
                 stopped: false,
             },
         );
+        drop(connectors);
+        self.persist().await;
         Ok(())
     }
 
@@ -309,6 +385,7 @@ impl Worker {
             if let Some(c) = self.connectors.write().await.get_mut(&spec.name) {
                 c.spec = spec.clone();
             }
+            self.persist().await;
             return Ok(Updated::Restarted);
         }
         let is_chain_key = |k: &String| k.starts_with("transforms") || k.starts_with("predicates");
@@ -328,7 +405,9 @@ impl Worker {
                 })?;
             c.spec = spec.clone();
             c.chain.send_replace(validated.chain);
+            drop(connectors);
             tracing::info!(connector = %spec.name, "transforms updated; tasks swap them in at their next batch boundary");
+            self.persist().await;
             return Ok(Updated::TransformsSwapped);
         }
         self.stop_connector(&spec.name).await;
@@ -349,7 +428,9 @@ impl Worker {
             )));
         }
         c.paused.send_replace(true);
+        drop(connectors);
         tracing::info!(connector = %name, "connector paused");
+        self.persist().await;
         Ok(true)
     }
 
@@ -362,14 +443,20 @@ impl Worker {
             };
             if !c.stopped {
                 c.paused.send_replace(false);
-                tracing::info!(connector = %name, "connector resumed");
-                return Ok(true);
+                None
+            } else {
+                Some(c.spec.clone())
             }
-            c.spec.clone()
+        };
+        let Some(stopped_spec) = stopped_spec else {
+            tracing::info!(connector = %name, "connector resumed");
+            self.persist().await;
+            return Ok(true);
         };
         self.connectors.write().await.remove(name);
         self.create(&stopped_spec).await?;
         tracing::info!(connector = %name, "connector started again after STOPPED");
+        self.persist().await;
         Ok(true)
     }
 
@@ -396,6 +483,7 @@ impl Worker {
             }
         }
         tracing::info!(connector = %name, "connector stopped");
+        self.persist().await;
         Ok(true)
     }
 
@@ -482,6 +570,7 @@ impl Worker {
                 join.abort();
             }
         }
+        self.persist().await;
         true
     }
 

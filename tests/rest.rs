@@ -401,3 +401,212 @@ async fn a_connector_driven_through_its_states_while_records_flow() {
     );
     env.worker.shutdown().await;
 }
+
+/// KIP-875 offsets and the active topics: read any time, changed only while
+/// STOPPED; a sink rewound re-delivers, a source reset starts over.
+#[tokio::test(flavor = "multi_thread")]
+async fn offsets_are_read_and_changed_while_stopped() {
+    use std::time::Duration;
+    let env = InProcess::start();
+    env.broker.create_topic("rewind", 1).await.unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let app = sluice_runtime::rest::router(env.worker.clone());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let http = reqwest::Client::new();
+    let values: Vec<Vec<u8>> = (0..10)
+        .map(|i| format!(r#"{{"n":{i}}}"#).into_bytes())
+        .collect();
+    let refs: Vec<(Option<&str>, &[u8])> = values.iter().map(|v| (None, v.as_slice())).collect();
+    crate::fixtures::produce(env.broker.bootstrap_servers(), "rewind", &refs).await;
+
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("rewind.jsonl");
+    let lines = || {
+        std::fs::read_to_string(&out)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    let sink = json!({"name": "rw", "config": {"connector.class": "file-sink", "topics": "rewind", "file": out.display().to_string()}});
+    assert_eq!(
+        http.post(format!("{base}/connectors"))
+            .json(&sink)
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        201
+    );
+    crate::fixtures::eventually(Duration::from_secs(120), "ten lines", || async {
+        (lines() == 10).then_some(())
+    })
+    .await;
+
+    let topics: Value = http
+        .get(format!("{base}/connectors/rw/topics"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(topics, json!({"rw": {"topics": ["rewind"]}}));
+    let offsets: Value =
+        crate::fixtures::eventually(Duration::from_secs(60), "the committed offset", || {
+            let (http, base) = (http.clone(), base.clone());
+            async move {
+                let o: Value = http
+                    .get(format!("{base}/connectors/rw/offsets"))
+                    .send()
+                    .await
+                    .ok()?
+                    .json()
+                    .await
+                    .ok()?;
+                (o["offsets"][0]["offset"]["kafka_offset"] == 10).then_some(o)
+            }
+        })
+        .await;
+    assert_eq!(
+        offsets["offsets"][0]["partition"],
+        json!({"kafka_topic": "rewind", "kafka_partition": 0})
+    );
+
+    // Changing offsets of a running connector is refused.
+    let patch = json!({"offsets": [{"partition": {"kafka_topic": "rewind", "kafka_partition": 0}, "offset": {"kafka_offset": 5}}]});
+    let r = http
+        .patch(format!("{base}/connectors/rw/offsets"))
+        .json(&patch)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let body: Value = r.json().await.unwrap();
+    assert!(
+        body["message"].as_str().unwrap().contains("STOPPED"),
+        "{body}"
+    );
+
+    // Stopped: rewind to 5, resume, records 5..9 come again.
+    assert_eq!(
+        http.put(format!("{base}/connectors/rw/stop"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        204
+    );
+    let r = http
+        .patch(format!("{base}/connectors/rw/offsets"))
+        .json(&patch)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    let bad = json!({"offsets": [{"partition": {"kafka_topic": "other", "kafka_partition": 0}, "offset": {"kafka_offset": 1}}]});
+    assert_eq!(
+        http.patch(format!("{base}/connectors/rw/offsets"))
+            .json(&bad)
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        400
+    );
+    assert_eq!(
+        http.put(format!("{base}/connectors/rw/resume"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        202
+    );
+    crate::fixtures::eventually(
+        Duration::from_secs(120),
+        "the rewound records again",
+        || async { (lines() == 15).then_some(()) },
+    )
+    .await;
+    let text = std::fs::read_to_string(&out).unwrap();
+    let again: Vec<&str> = text.lines().skip(10).collect();
+    assert_eq!(
+        again,
+        vec![
+            r#"{"n":5}"#,
+            r#"{"n":6}"#,
+            r#"{"n":7}"#,
+            r#"{"n":8}"#,
+            r#"{"n":9}"#
+        ]
+    );
+    assert_eq!(
+        http.put(format!("{base}/connectors/rw/topics/reset"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        204
+    );
+    let topics: Value = http
+        .get(format!("{base}/connectors/rw/topics"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(topics, json!({"rw": {"topics": []}}));
+
+    // A source's offsets: read, then reset while stopped.
+    let source = json!({"name": "g", "config": {"connector.class": "datagen", "topic": "g-t", "rate": "0", "count": "25"}});
+    assert_eq!(
+        http.post(format!("{base}/connectors"))
+            .json(&source)
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        201
+    );
+    crate::fixtures::eventually(Duration::from_secs(60), "the source's offset", || {
+        let (http, base) = (http.clone(), base.clone());
+        async move {
+            let o: Value = http
+                .get(format!("{base}/connectors/g/offsets"))
+                .send()
+                .await
+                .ok()?
+                .json()
+                .await
+                .ok()?;
+            (o["offsets"][0] == json!({"partition": {"datagen.task": 0}, "offset": {"next": 25}}))
+                .then_some(())
+        }
+    })
+    .await;
+    assert_eq!(
+        http.put(format!("{base}/connectors/g/stop"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        204
+    );
+    let r = http
+        .delete(format!("{base}/connectors/g/offsets"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let o: Value = http
+        .get(format!("{base}/connectors/g/offsets"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(o, json!({"offsets": []}));
+    env.worker.shutdown().await;
+}

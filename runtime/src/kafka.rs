@@ -125,6 +125,106 @@ impl KafkaClients {
         c.create()
     }
 
+    /// A consumer group's committed offset for every partition of `topics`
+    /// (None: nothing committed). Blocking.
+    pub fn group_offsets(
+        &self,
+        group: &str,
+        topics: &[String],
+    ) -> anyhow::Result<Vec<(String, i32, Option<i64>)>> {
+        use rdkafka::consumer::Consumer;
+        let consumer = self.tool_consumer(group)?;
+        let mut tpl = TopicPartitionList::new();
+        for topic in topics {
+            let metadata = consumer.fetch_metadata(Some(topic), Duration::from_secs(10))?;
+            for t in metadata.topics().iter().filter(|t| t.name() == topic) {
+                for p in t.partitions() {
+                    tpl.add_partition(topic, p.id());
+                }
+            }
+        }
+        let committed = consumer.committed_offsets(tpl, Duration::from_secs(10))?;
+        Ok(committed
+            .elements()
+            .iter()
+            .map(|e| {
+                let offset = match e.offset() {
+                    Offset::Offset(o) => Some(o),
+                    _ => None,
+                };
+                (e.topic().to_string(), e.partition(), offset)
+            })
+            .collect())
+    }
+
+    /// Commits offsets for a stopped connector's group. It joins the group
+    /// (with the sinks' protocol), waits until it owns every partition (no
+    /// task competes while the connector is stopped), commits as a member,
+    /// and leaves: brokers accept that whatever state the group was left
+    /// in. `None` means the beginning of the partition. Blocking.
+    pub fn set_group_offsets(
+        &self,
+        group: &str,
+        offsets: &[(String, i32, Option<i64>)],
+    ) -> anyhow::Result<()> {
+        use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+        if offsets.is_empty() {
+            return Ok(());
+        }
+        let mut c = self.base();
+        c.set("group.id", group)
+            .set("enable.auto.commit", "false")
+            .set("enable.auto.offset.store", "false")
+            .set("partition.assignment.strategy", "cooperative-sticky")
+            .set("auto.offset.reset", "earliest");
+        for (k, v) in &self.consumer_overrides {
+            c.set(k, v);
+        }
+        let consumer: BaseConsumer = c.create()?;
+        let mut tpl = TopicPartitionList::new();
+        for (topic, partition, offset) in offsets {
+            let at = match offset {
+                Some(o) => *o,
+                None => {
+                    consumer
+                        .fetch_watermarks(topic, *partition, Duration::from_secs(10))?
+                        .0
+                }
+            };
+            tpl.add_partition_offset(topic, *partition, Offset::Offset(at))?;
+        }
+        let mut topics: Vec<&str> = offsets.iter().map(|(t, _, _)| t.as_str()).collect();
+        topics.sort_unstable();
+        topics.dedup();
+        consumer.subscribe(&topics)?;
+        let deadline = std::time::Instant::now() + Duration::from_secs(90);
+        loop {
+            // Serve the group protocol; records read here are not used or
+            // committed.
+            let _ = consumer.poll(Duration::from_millis(200));
+            let owned = consumer.assignment()?;
+            let all = offsets.iter().all(|(t, p, _)| {
+                owned
+                    .elements()
+                    .iter()
+                    .any(|e| e.topic() == t && e.partition() == *p)
+            });
+            if all {
+                break;
+            }
+            if std::time::Instant::now() > deadline {
+                anyhow::bail!(
+                    "could not take over the partitions of group `{group}`: is a task of the connector still running?"
+                );
+            }
+        }
+        consumer
+            .commit(&tpl, CommitMode::Sync)
+            .map_err(|e| anyhow::anyhow!("the consumer group did not accept the offsets: {e}"))?;
+        consumer.unsubscribe();
+        Ok(())
+    }
+
     /// Creates each topic that does not exist yet.
     pub async fn ensure_topics(
         &self,

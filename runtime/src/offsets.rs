@@ -56,11 +56,42 @@ impl OffsetStore {
         if updates.is_empty() {
             return Ok(());
         }
-        let snapshot = {
-            let mut all = self.offsets.lock().expect("offsets lock");
+        self.change(|all| {
             all.entry(connector.to_string())
                 .or_default()
-                .extend(updates);
+                .extend(updates)
+        })
+    }
+
+    /// Sets (Some) or forgets (None) offsets for source partitions: the
+    /// offsets API, used while the connector is stopped.
+    pub fn alter(
+        &self,
+        connector: &str,
+        changes: Vec<(String, Option<serde_json::Value>)>,
+    ) -> std::io::Result<()> {
+        self.change(|all| {
+            let offsets = all.entry(connector.to_string()).or_default();
+            for (partition, offset) in changes {
+                match offset {
+                    Some(o) => offsets.insert(partition, o),
+                    None => offsets.remove(&partition),
+                };
+            }
+        })
+    }
+
+    /// Forgets every offset of a connector: it starts from the beginning.
+    pub fn reset(&self, connector: &str) -> std::io::Result<()> {
+        self.change(|all| {
+            all.remove(connector);
+        })
+    }
+
+    fn change(&self, f: impl FnOnce(&mut AllOffsets)) -> std::io::Result<()> {
+        let snapshot = {
+            let mut all = self.offsets.lock().expect("offsets lock");
+            f(&mut all);
             self.file
                 .as_ref()
                 .map(|_| serde_json::to_vec_pretty(&*all).expect("offsets serialise"))

@@ -46,7 +46,12 @@ pub fn router(worker: Arc<Worker>) -> Router {
             "/connectors/{name}/tasks/{task}/status",
             get(get_task_status),
         )
-        .route("/connectors/{name}/offsets", get(get_offsets))
+        .route(
+            "/connectors/{name}/offsets",
+            get(get_offsets).patch(patch_offsets).delete(delete_offsets),
+        )
+        .route("/connectors/{name}/topics", get(get_topics))
+        .route("/connectors/{name}/topics/reset", put(reset_topics))
         .route(
             "/connectors/{name}/dlq/replay",
             axum::routing::post(replay_dlq),
@@ -265,6 +270,69 @@ fn worker_error(e: WorkerError) -> ApiError {
             status: StatusCode::CONFLICT,
             message: m,
         },
+        WorkerError::BadRequest(m) => ApiError::bad_request(m),
+    }
+}
+
+async fn get_topics(
+    State(worker): State<Arc<Worker>>,
+    Path(name): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let topics = worker.topics(&name).await.ok_or_else(|| unknown(&name))?;
+    Ok(Json(json!({ name: {"topics": topics} })))
+}
+
+async fn reset_topics(
+    State(worker): State<Arc<Worker>>,
+    Path(name): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    match worker.reset_topics(&name).await {
+        true => Ok(StatusCode::NO_CONTENT),
+        false => Err(unknown(&name)),
+    }
+}
+
+/// `PATCH /connectors/{name}/offsets` with `{offsets: [{partition, offset}]}`.
+async fn patch_offsets(
+    State(worker): State<Arc<Worker>>,
+    Path(name): Path<String>,
+    body: Result<Json<Value>, JsonRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let Json(body) = body.map_err(body_error)?;
+    let entries = body
+        .get("offsets")
+        .and_then(Value::as_array)
+        .cloned()
+        .ok_or_else(|| {
+            ApiError::bad_request(
+                "the body must be {\"offsets\": [{\"partition\": {...}, \"offset\": {...}}]}",
+            )
+        })?;
+    match worker
+        .alter_offsets(&name, Some(entries))
+        .await
+        .map_err(worker_error)?
+    {
+        true => Ok(Json(
+            json!({"message": "The offsets for this connector have been altered successfully"}),
+        )),
+        false => Err(unknown(&name)),
+    }
+}
+
+async fn delete_offsets(
+    State(worker): State<Arc<Worker>>,
+    Path(name): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    match worker
+        .alter_offsets(&name, None)
+        .await
+        .map_err(worker_error)?
+    {
+        true => Ok(Json(
+            json!({"message": "The offsets for this connector have been reset successfully"}),
+        )),
+        false => Err(unknown(&name)),
     }
 }
 
@@ -435,23 +503,7 @@ async fn put_config(
         body.map_err(|e| ApiError::bad_request(format!("request body: {}", e.body_text())))?;
     let spec = ConnectorSpec::from_json(&json!({"name": name, "config": config}))
         .map_err(|e| ApiError::bad_request(format!("Connector configuration is invalid: {e}")))?;
-    let outcome = worker.put(&spec).await.map_err(|e| match e {
-        WorkerError::Invalid { error, .. } => {
-            ApiError::bad_request(format!("Connector configuration is invalid: {error}"))
-        }
-        WorkerError::AlreadyExists(n) => ApiError {
-            status: StatusCode::CONFLICT,
-            message: format!("Connector {n} already exists"),
-        },
-        WorkerError::Start { .. } => ApiError {
-            status: StatusCode::INTERNAL_SERVER_ERROR,
-            message: e.to_string(),
-        },
-        WorkerError::Conflict(m) => ApiError {
-            status: StatusCode::CONFLICT,
-            message: m,
-        },
-    })?;
+    let outcome = worker.put(&spec).await.map_err(worker_error)?;
     let info = info_json(&worker, &name)
         .await
         .ok_or_else(|| unknown(&name))?;
@@ -571,22 +623,11 @@ async fn get_offsets(
     State(worker): State<Arc<Worker>>,
     Path(name): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let (_, kind, _) = worker.spec(&name).await.ok_or_else(|| unknown(&name))?;
-    if kind == sluice_sdk::ConnectorType::Sink {
-        // Sink offsets live in the consumer group; an empty list would
-        // mislead, so say where they are instead.
-        return Err(ApiError {
-            status: StatusCode::NOT_IMPLEMENTED,
-            message: format!(
-                "offsets of sink connectors are not served yet; they are the committed offsets of consumer group connect-{name}"
-            ),
-        });
-    }
-    let offsets: Vec<Value> = worker
-        .source_offsets(&name)
-        .into_iter()
-        .map(|(p, o)| json!({"partition": p, "offset": o}))
-        .collect();
+    let offsets = worker
+        .offsets(&name)
+        .await
+        .map_err(worker_error)?
+        .ok_or_else(|| unknown(&name))?;
     Ok(Json(json!({"offsets": offsets})))
 }
 

@@ -42,6 +42,9 @@ pub enum WorkerError {
     Start { name: String, message: String },
     #[error("{0}")]
     Conflict(String),
+    /// A request that is wrong for the connector's state or malformed.
+    #[error("{0}")]
+    BadRequest(String),
 }
 
 struct TaskRuntime {
@@ -63,6 +66,8 @@ struct ConnectorRuntime {
     paused: tokio::sync::watch::Sender<bool>,
     /// STOPPED: no tasks, the config kept (offsets may be changed).
     stopped: bool,
+    /// Topics the connector has used since creation or the last reset.
+    topics: Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>,
 }
 
 /// What a config update did.
@@ -332,10 +337,18 @@ impl Worker {
         };
         let (chain, _) = tokio::sync::watch::channel(v.chain.clone());
         let (paused, _) = tokio::sync::watch::channel(false);
+        let topics: Arc<std::sync::Mutex<std::collections::BTreeSet<String>>> = Arc::default();
         let mut tasks = Vec::with_capacity(task_configs.len());
         for (id, config) in task_configs.into_iter().enumerate() {
             let id = id as u32;
-            tasks.push(self.spawn_task(&v, id, config, chain.subscribe(), paused.subscribe()));
+            tasks.push(self.spawn_task(
+                &v,
+                id,
+                config,
+                chain.subscribe(),
+                paused.subscribe(),
+                topics.clone(),
+            ));
         }
         tracing::info!(connector = %name, class = %v.common.connector_class, tasks = tasks.len(), "connector started");
         connectors.insert(
@@ -347,6 +360,7 @@ impl Worker {
                 chain,
                 paused,
                 stopped: false,
+                topics,
             },
         );
         drop(connectors);
@@ -487,6 +501,177 @@ impl Worker {
         Ok(true)
     }
 
+    /// Topics the connector has used (`GET /connectors/{name}/topics`).
+    pub async fn topics(&self, name: &str) -> Option<Vec<String>> {
+        let connectors = self.connectors.read().await;
+        let c = connectors.get(name)?;
+        Some(
+            c.topics
+                .lock()
+                .expect("topics lock")
+                .iter()
+                .cloned()
+                .collect(),
+        )
+    }
+
+    pub async fn reset_topics(&self, name: &str) -> bool {
+        match self.connectors.read().await.get(name) {
+            Some(c) => {
+                c.topics.lock().expect("topics lock").clear();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// KIP-875 offsets: sources from the offset store, sinks from their
+    /// consumer group (`{kafka_topic, kafka_partition}` / `{kafka_offset}`).
+    pub async fn offsets(&self, name: &str) -> Result<Option<Vec<serde_json::Value>>, WorkerError> {
+        let Some((spec, kind, _)) = self.spec(name).await else {
+            return Ok(None);
+        };
+        if kind == ConnectorType::Source {
+            return Ok(Some(
+                self.offsets
+                    .all(name)
+                    .into_iter()
+                    .map(|(p, o)| serde_json::json!({"partition": p, "offset": o}))
+                    .collect(),
+            ));
+        }
+        let topics = self.sink_topics(&spec)?;
+        let (clients, group) = (self.clients.clone(), task::sink::group_id(name));
+        let committed = tokio::task::spawn_blocking(move || clients.group_offsets(&group, &topics))
+            .await
+            .map_err(|e| WorkerError::Conflict(e.to_string()))?
+            .map_err(|e| {
+                WorkerError::Conflict(format!("reading the consumer group's offsets: {e:#}"))
+            })?;
+        Ok(Some(
+            committed
+                .into_iter()
+                .filter_map(|(topic, partition, offset)| {
+                    offset.map(|o| {
+                        serde_json::json!({
+                            "partition": {"kafka_topic": topic, "kafka_partition": partition},
+                            "offset": {"kafka_offset": o}
+                        })
+                    })
+                })
+                .collect(),
+        ))
+    }
+
+    fn sink_topics(&self, spec: &ConnectorSpec) -> Result<Vec<String>, WorkerError> {
+        let invalid = |error| WorkerError::Invalid {
+            name: spec.name.clone(),
+            error,
+        };
+        let resolved = self.providers.resolve(&spec.config).map_err(invalid)?;
+        let (common, _) = CommonConfig::split(&resolved).map_err(invalid)?;
+        Ok(common.topics)
+    }
+
+    /// Changes offsets (`PATCH`; an entry with a null offset resets its
+    /// partition) or resets them all (`DELETE`: `entries` None). Only while
+    /// STOPPED, as in Kafka Connect, so no task races the change.
+    pub async fn alter_offsets(
+        &self,
+        name: &str,
+        entries: Option<Vec<serde_json::Value>>,
+    ) -> Result<bool, WorkerError> {
+        let Some((spec, kind, _)) = self.spec(name).await else {
+            return Ok(false);
+        };
+        if self.is_stopped(name).await != Some(true) {
+            return Err(WorkerError::BadRequest(format!(
+                "Connectors must be in the STOPPED state before their offsets can be modified: PUT /connectors/{name}/stop first"
+            )));
+        }
+        let bad = WorkerError::BadRequest;
+        match (kind, entries) {
+            (ConnectorType::Source, None) => {
+                self.offsets.reset(name).map_err(|e| bad(e.to_string()))?
+            }
+            (ConnectorType::Source, Some(entries)) => {
+                let mut changes = Vec::new();
+                for e in entries {
+                    let partition =
+                        e.get("partition")
+                            .filter(|p| p.is_object())
+                            .ok_or_else(|| {
+                                bad(format!("each entry needs a `partition` object: {e}"))
+                            })?;
+                    let offset = match e.get("offset") {
+                        None | Some(serde_json::Value::Null) => None,
+                        Some(o) if o.is_object() => Some(o.clone()),
+                        Some(o) => {
+                            return Err(bad(format!(
+                                "`offset` must be an object or null, got {o}"
+                            )));
+                        }
+                    };
+                    changes.push((sluice_sdk::source_partition_key(partition), offset));
+                }
+                self.offsets
+                    .alter(name, changes)
+                    .map_err(|e| bad(e.to_string()))?;
+            }
+            (ConnectorType::Sink, entries) => {
+                let topics = self.sink_topics(&spec)?;
+                let (clients, group) = (self.clients.clone(), task::sink::group_id(name));
+                let wanted: Vec<(String, i32, Option<i64>)> = match entries {
+                    None => {
+                        let (c, g) = (clients.clone(), group.clone());
+                        tokio::task::spawn_blocking(move || c.group_offsets(&g, &topics))
+                            .await
+                            .map_err(|e| bad(e.to_string()))?
+                            .map_err(|e| bad(format!("{e:#}")))?
+                            .into_iter()
+                            .map(|(t, p, _)| (t, p, None))
+                            .collect()
+                    }
+                    Some(entries) => {
+                        let mut out = Vec::new();
+                        for e in entries {
+                            let topic =
+                                e["partition"]["kafka_topic"].as_str().ok_or_else(|| {
+                                    bad(format!("each entry needs partition.kafka_topic: {e}"))
+                                })?;
+                            let partition =
+                                e["partition"]["kafka_partition"].as_i64().ok_or_else(|| {
+                                    bad(format!("each entry needs partition.kafka_partition: {e}"))
+                                })?;
+                            if !topics.iter().any(|t| t == topic) {
+                                return Err(bad(format!(
+                                    "`{topic}` is not one of the connector's topics"
+                                )));
+                            }
+                            let offset = match &e["offset"] {
+                                serde_json::Value::Null => None,
+                                o => Some(
+                                    o["kafka_offset"]
+                                        .as_i64()
+                                        .filter(|n| *n >= 0)
+                                        .ok_or_else(|| bad(format!("offset.kafka_offset must be a non-negative number: {e}")))?,
+                                ),
+                            };
+                            out.push((topic.to_string(), partition as i32, offset));
+                        }
+                        out
+                    }
+                };
+                tokio::task::spawn_blocking(move || clients.set_group_offsets(&group, &wanted))
+                    .await
+                    .map_err(|e| bad(e.to_string()))?
+                    .map_err(|e| bad(format!("committing the offsets: {e:#}")))?;
+            }
+        }
+        tracing::info!(connector = %name, "offsets changed while stopped");
+        Ok(true)
+    }
+
     pub async fn is_stopped(&self, name: &str) -> Option<bool> {
         self.connectors.read().await.get(name).map(|c| c.stopped)
     }
@@ -549,6 +734,7 @@ impl Worker {
             old.config,
             c.chain.subscribe(),
             c.paused.subscribe(),
+            c.topics.clone(),
         );
         c.tasks.insert(index, task);
         tracing::info!(connector = %name, task = id, "task restarted");
@@ -581,6 +767,7 @@ impl Worker {
         config: ConfigMap,
         chain_updates: tokio::sync::watch::Receiver<CompiledChain>,
         paused: tokio::sync::watch::Receiver<bool>,
+        active_topics: Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>,
     ) -> TaskRuntime {
         let name: Arc<str> = Arc::from(v.spec.name.as_str());
         let status = StatusCell::new(self.metrics.clone(), &name, id);
@@ -597,6 +784,7 @@ impl Worker {
             chain_updates,
             paused,
             status: status.clone(),
+            active_topics,
         };
         let chain = env.chain_updates.borrow().clone();
         let metrics = self.metrics.clone();

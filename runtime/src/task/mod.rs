@@ -109,6 +109,8 @@ pub struct TaskEnv {
     /// `true` while the connector is paused.
     pub paused: tokio::sync::watch::Receiver<bool>,
     pub status: StatusCell,
+    /// Topics this connector uses, for `GET /connectors/{name}/topics`.
+    pub active_topics: Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>,
 }
 
 impl TaskEnv {
@@ -137,6 +139,15 @@ impl TaskEnv {
 
     fn labels(&self) -> [String; 2] {
         [self.connector.to_string(), self.task_id.to_string()]
+    }
+
+    fn note_topics<'a>(&self, topics: impl Iterator<Item = &'a str>) {
+        let mut active = self.active_topics.lock().expect("topics lock");
+        for t in topics {
+            if !active.contains(t) {
+                active.insert(t.to_string());
+            }
+        }
     }
 
     fn observe_batch(&self, n: usize) {

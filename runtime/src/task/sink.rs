@@ -65,6 +65,10 @@ pub async fn run(
         .subscribe(&topics)
         .map_err(|e| ConnectError::fatal(format!("subscribing to {topics:?}")).with_source(e))?;
     let result = run_loop(&mut env, task.as_mut(), &consumer, &mut events_rx, &errors).await;
+    // Leave the group now rather than when the session times out, so the
+    // partitions move on (or the offsets can be changed) at once.
+    let leaving = consumer.clone();
+    let _ = tokio::task::spawn_blocking(move || leaving.unsubscribe()).await;
     task.stop().await;
     result
 }
@@ -110,6 +114,7 @@ async fn run_loop(
         let started = Instant::now();
         env.count("consume", "ok", batch.len());
         env.observe_batch(batch.len());
+        env.note_topics(batch.iter().map(|r| r.topic.as_str()));
         // Next offset to read per partition, committed once every record of
         // the batch was written or dead-lettered.
         let mut next: BTreeMap<(String, i32), i64> = BTreeMap::new();

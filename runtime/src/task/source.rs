@@ -120,6 +120,7 @@ async fn run_loop(
         let mut pending = outputs;
         let mut retrier = errors.retrier(Stage::KafkaProduce, true);
         let mut produced = 0;
+        env.note_topics(pending.iter().map(|(_, r)| r.topic.as_str()));
         while !pending.is_empty() {
             let records: Vec<Record> = pending.iter().map(|(_, r)| r.clone()).collect();
             let results = produce_each(producer, &records).await;

@@ -217,6 +217,12 @@ impl WorkerConfig {
             ));
         }
         let mut inert_keys = Vec::new();
+        if own.contains_key("group.id") {
+            inert_keys.push((
+                "group.id",
+                "it names the cluster of distributed workers and their transactional ids; a standalone worker has neither yet",
+            ));
+        }
         if keys.offset_flush_interval_ms.is_some() {
             inert_keys.push((
                 "offset.flush.interval.ms",

@@ -610,3 +610,140 @@ async fn offsets_are_read_and_changed_while_stopped() {
     assert_eq!(o, json!({"offsets": []}));
     env.worker.shutdown().await;
 }
+
+/// Plugin listings, config definitions and Kafka Connect's validate shape,
+/// including a WASM module that does not load.
+#[tokio::test(flavor = "multi_thread")]
+async fn plugins_describe_and_validate_their_configs() {
+    let env = InProcess::start();
+    let (s, all) = call(&env, "GET", "/connector-plugins?connectorsOnly=false", None).await;
+    assert_eq!(s, StatusCode::OK);
+    let has = |class: &str, ty: &str| {
+        all.as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["class"] == class && p["type"] == ty)
+    };
+    assert!(
+        has("jdbc-sink", "sink") && has("wasm", "transformation"),
+        "{all}"
+    );
+    assert!(
+        has(
+            "org.apache.kafka.connect.transforms.InsertField$Value",
+            "transformation"
+        ),
+        "{all}"
+    );
+    assert!(
+        has(
+            "org.apache.kafka.connect.transforms.predicates.TopicNameMatches",
+            "predicate"
+        ),
+        "{all}"
+    );
+    let (_, only) = call(&env, "GET", "/connector-plugins", None).await;
+    assert!(
+        only.as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p["type"] == "source" || p["type"] == "sink"),
+        "{only}"
+    );
+
+    let (s, defs) = call(
+        &env,
+        "GET",
+        "/connector-plugins/io.confluent.connect.jdbc.JdbcSinkConnector/config",
+        None,
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK);
+    let url = defs
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["name"] == "connection.url")
+        .expect("connection.url defined");
+    assert_eq!(
+        (
+            url["required"].as_bool(),
+            url["importance"].as_str(),
+            url["group"].as_str()
+        ),
+        (Some(true), Some("HIGH"), Some("Connector"))
+    );
+    assert!(
+        defs.as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d["name"] == "topics" && d["required"] == true)
+    );
+    let (s, b) = call(&env, "GET", "/connector-plugins/nope/config", None).await;
+    assert_error(s, &b, 404, "nope");
+
+    // One entry per key; the problem attached to its key.
+    let (s, v) = call(
+        &env,
+        "PUT",
+        "/connector-plugins/jdbc-sink/config/validate",
+        Some(json!({"topics": "t", "connection.url": "jdbc:sqlite:/tmp/x.db", "insert.mode": "upsert", "connection.password": "p"})),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(v["name"], "jdbc-sink");
+    assert_eq!(v["error_count"], 1, "{v}");
+    let entry = |v: &Value, key: &str| {
+        v["configs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["value"]["name"] == key)
+            .cloned()
+            .unwrap()
+    };
+    let pk = entry(&v, "pk.mode");
+    assert!(
+        pk["value"]["errors"][0]
+            .as_str()
+            .unwrap()
+            .contains("needs a primary key"),
+        "{pk}"
+    );
+    assert_eq!(entry(&v, "insert.mode")["value"]["value"], "upsert");
+    assert_eq!(entry(&v, "insert.mode")["value"]["errors"], json!([]));
+    assert_eq!(
+        entry(&v, "connection.password")["value"]["value"],
+        "[hidden]"
+    );
+
+    // A WASM module that does not load is reported on its key.
+    let dir = tempfile::tempdir().unwrap();
+    let fake = dir.path().join("fake.wasm");
+    std::fs::write(&fake, "not wasm").unwrap();
+    let (_, v) = call(
+        &env,
+        "PUT",
+        "/connector-plugins/datagen/config/validate",
+        Some(json!({"topic": "t", "transforms": "x", "transforms.x.type": "wasm", "transforms.x.module": fake.display().to_string()})),
+    )
+    .await;
+    assert_eq!(v["error_count"], 1, "{v}");
+    assert!(
+        entry(&v, "transforms.x.module")["value"]["errors"][0]
+            .as_str()
+            .unwrap()
+            .contains("loading WASM component"),
+        "{v}"
+    );
+
+    let (_, v) = call(
+        &env,
+        "PUT",
+        "/connector-plugins/datagen/config/validate",
+        Some(json!({"topic": "t", "rate": "5"})),
+    )
+    .await;
+    assert_eq!(v["error_count"], 0, "{v}");
+    env.worker.shutdown().await;
+}

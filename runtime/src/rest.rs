@@ -57,6 +57,11 @@ pub fn router(worker: Arc<Worker>) -> Router {
             axum::routing::post(replay_dlq),
         )
         .route("/connector-plugins", get(list_plugins))
+        .route("/connector-plugins/{class}/config", get(plugin_config))
+        .route(
+            "/connector-plugins/{class}/config/validate",
+            put(validate_plugin_config),
+        )
         .route("/admin/loggers", get(list_loggers))
         .route(
             "/admin/loggers/{logger}",
@@ -631,16 +636,227 @@ async fn get_offsets(
     Ok(Json(json!({"offsets": offsets})))
 }
 
-async fn list_plugins(State(worker): State<Arc<Worker>>) -> Json<Value> {
-    Json(Value::Array(
-        worker
-            .registry()
-            .all()
-            .iter()
-            .map(|p| {
-                let info = p.info();
-                json!({"class": info.class, "type": info.kind.as_str(), "version": info.version, "aliases": info.aliases})
-            })
-            .collect(),
-    ))
+#[derive(serde::Deserialize)]
+struct PluginsQuery {
+    #[serde(default = "yes", rename = "connectorsOnly")]
+    connectors_only: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// Connectors; with `connectorsOnly=false` also the transformations (WASM
+/// and, when the worker has the library, the standard ones) and predicates.
+async fn list_plugins(
+    State(worker): State<Arc<Worker>>,
+    query: Result<Query<PluginsQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let Query(q) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let version = env!("CARGO_PKG_VERSION");
+    let mut out: Vec<Value> = worker
+        .registry()
+        .all()
+        .iter()
+        .map(|p| {
+            let info = p.info();
+            json!({"class": info.class, "type": info.kind.as_str(), "version": info.version, "aliases": info.aliases})
+        })
+        .collect();
+    if !q.connectors_only {
+        out.push(json!({"class": "wasm", "type": "transformation", "version": version}));
+        if worker.has_transforms_library() {
+            for t in crate::config::STANDARD_TRANSFORMS {
+                let keyed = !matches!(
+                    t,
+                    "Filter" | "ValueToKey" | "RegexRouter" | "InsertHeader" | "LatencyStamp"
+                );
+                let variants: Vec<String> = if keyed {
+                    vec![format!("{t}$Key"), format!("{t}$Value")]
+                } else {
+                    vec![t.to_string()]
+                };
+                for v in variants {
+                    let class = if t == "LatencyStamp" {
+                        v
+                    } else {
+                        format!("org.apache.kafka.connect.transforms.{v}")
+                    };
+                    out.push(json!({"class": class, "type": "transformation", "version": version}));
+                }
+            }
+        }
+        for p in ["TopicNameMatches", "HasHeaderKey", "RecordIsTombstone"] {
+            out.push(json!({"class": format!("org.apache.kafka.connect.transforms.predicates.{p}"), "type": "predicate", "version": version}));
+        }
+    }
+    Ok(Json(Value::Array(out)))
+}
+
+/// Kafka Connect's `ConfigKeyInfo` for every key: the runtime's common keys,
+/// then the plugin's own.
+fn definitions(plugin: &crate::plugin::Plugin) -> Vec<Value> {
+    let mut common = vec![
+        (
+            "name",
+            "STRING",
+            true,
+            Value::Null,
+            "Globally unique name of the connector",
+        ),
+        (
+            "connector.class",
+            "STRING",
+            true,
+            Value::Null,
+            "The connector's class: a Sluice name or Kafka Connect's",
+        ),
+        ("tasks.max", "INT", false, json!("1"), "Most tasks to run"),
+        (
+            "transforms",
+            "LIST",
+            false,
+            json!(""),
+            "Transform aliases, applied in order",
+        ),
+        ("predicates", "LIST", false, json!(""), "Predicate aliases"),
+        (
+            "errors.tolerance",
+            "STRING",
+            false,
+            json!("none"),
+            "none: a failed record fails the task; all: it is skipped (and dead-lettered)",
+        ),
+        (
+            "errors.deadletterqueue.topic.name",
+            "STRING",
+            false,
+            json!(""),
+            "The dead-letter queue",
+        ),
+        (
+            "batch.max.records",
+            "INT",
+            false,
+            json!("500"),
+            "Most records per batch",
+        ),
+    ];
+    if plugin.kind() == sluice_sdk::ConnectorType::Sink {
+        common.push(("topics", "LIST", true, Value::Null, "Topics to consume"));
+    }
+    let own = match plugin {
+        crate::plugin::Plugin::Source(p) => p.config_definition(),
+        crate::plugin::Plugin::Sink(p) => p.config_definition(),
+    };
+    let mut out = Vec::new();
+    for (i, (name, ty, required, default, doc)) in common.into_iter().enumerate() {
+        out.push(json!({"name": name, "type": ty, "required": required, "default_value": default, "importance": "HIGH",
+            "documentation": doc, "group": "Common", "order_in_group": i + 1, "width": "NONE", "display_name": name, "dependents": []}));
+    }
+    for (i, d) in own
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .enumerate()
+    {
+        let name = d["name"].clone();
+        out.push(json!({"name": name, "type": d["type"], "required": d["required"], "default_value": d["default_value"],
+            "importance": if d["required"] == true { "HIGH" } else { "MEDIUM" }, "documentation": d["documentation"],
+            "group": "Connector", "order_in_group": i + 1, "width": "NONE", "display_name": name, "dependents": []}));
+    }
+    out
+}
+
+fn find_plugin(worker: &Worker, class: &str) -> Result<crate::plugin::Plugin, ApiError> {
+    worker.registry().find(class).cloned().ok_or_else(|| {
+        ApiError::not_found(format!(
+            "Failed to find any class that implements Connector and which name matches {class}"
+        ))
+    })
+}
+
+async fn plugin_config(
+    State(worker): State<Arc<Worker>>,
+    Path(class): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let plugin = find_plugin(&worker, &class)?;
+    Ok(Json(Value::Array(definitions(&plugin))))
+}
+
+/// `PUT /connector-plugins/{class}/config/validate`: every check a create
+/// would make (keys, types, the plugin's own keys, WASM modules loaded and
+/// checked against the interface), answered in Kafka Connect's shape: one
+/// entry per key, the first problem found attached to its key.
+async fn validate_plugin_config(
+    State(worker): State<Arc<Worker>>,
+    Path(class): Path<String>,
+    body: Result<Json<Value>, JsonRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let Json(body) = body.map_err(body_error)?;
+    let plugin = find_plugin(&worker, &class)?;
+    let mut config = crate::config::string_map_from_json(&body)
+        .map_err(|e| ApiError::bad_request(format!("request body: {e}")))?;
+    config
+        .entry("connector.class".into())
+        .or_insert_with(|| class.clone());
+    let name = config
+        .get("name")
+        .cloned()
+        .unwrap_or_else(|| "validate".into());
+    let spec = ConnectorSpec::from_json(&json!({"name": name, "config": config}))
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
+    let problem = worker.validate(&spec).await.err();
+    let (error_key, error_text) = match &problem {
+        Some(e) => (
+            e.key.clone().unwrap_or_else(|| "connector.class".into()),
+            Some(e.message.clone()),
+        ),
+        None => (String::new(), None),
+    };
+    let mut configs = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for d in definitions(&plugin) {
+        let key = d["name"].as_str().unwrap_or_default().to_string();
+        let errors: Vec<String> = if key == error_key {
+            error_text.clone().into_iter().collect()
+        } else {
+            Vec::new()
+        };
+        let value = redact(&spec.config)
+            .get(&key)
+            .cloned()
+            .map(Value::String)
+            .unwrap_or(Value::Null);
+        configs.push(json!({"definition": d, "value": {"name": key, "value": value, "recommended_values": [], "errors": errors, "visible": true}}));
+        seen.insert(key);
+    }
+    for (key, value) in redact(&spec.config) {
+        if seen.contains(&key) {
+            continue;
+        }
+        let errors: Vec<String> = if key == error_key {
+            error_text.clone().into_iter().collect()
+        } else {
+            Vec::new()
+        };
+        configs.push(json!({"definition": {"name": key, "type": "STRING", "required": false, "default_value": null, "importance": "LOW",
+            "documentation": "", "group": "Other", "order_in_group": 0, "width": "NONE", "display_name": key, "dependents": []},
+            "value": {"name": key, "value": value, "recommended_values": [], "errors": errors, "visible": true}}));
+        seen.insert(key);
+    }
+    if let Some(text) = &error_text
+        && !seen.contains(&error_key)
+    {
+        configs.push(json!({"definition": {"name": error_key, "type": "STRING", "required": true, "default_value": null, "importance": "HIGH",
+            "documentation": "", "group": "Other", "order_in_group": 0, "width": "NONE", "display_name": error_key, "dependents": []},
+            "value": {"name": error_key, "value": null, "recommended_values": [], "errors": [text], "visible": true}}));
+    }
+    Ok(Json(json!({
+        "name": plugin.info().class,
+        "error_count": usize::from(problem.is_some()),
+        "groups": ["Common", "Connector"],
+        "configs": configs,
+    })))
 }

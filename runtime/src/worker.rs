@@ -225,6 +225,10 @@ impl Worker {
         &self.clients
     }
 
+    pub fn has_transforms_library(&self) -> bool {
+        self.transforms_library.as_ref().is_some_and(|p| p.exists())
+    }
+
     pub fn wasm(&self) -> &WasmHost {
         &self.wasm
     }

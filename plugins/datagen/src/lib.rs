@@ -150,6 +150,19 @@ impl SourceConnector for DatagenConnector {
         }
     }
 
+    fn config_definition(&self) -> serde_json::Value {
+        serde_json::json!([
+            {"name": "topic", "type": "STRING", "required": true, "default_value": null, "documentation": "Topic to write to (kafka.topic also accepted)"},
+            {"name": "rate", "type": "DOUBLE", "required": false, "default_value": "100", "documentation": "Records per second per task; 0 for as fast as possible"},
+            {"name": "count", "type": "LONG", "required": false, "default_value": null, "documentation": "Total records (iterations also accepted); absent for forever"},
+            {"name": "key.field", "type": "STRING", "required": false, "default_value": "order_id", "documentation": "Field whose value becomes the key: order_id, customer_id or status"},
+            {"name": "poison.ratio", "type": "DOUBLE", "required": false, "default_value": "0", "documentation": "Fraction of records whose value is deliberately not JSON"},
+            {"name": "seed", "type": "LONG", "required": false, "default_value": "42", "documentation": "Seed: the same seed gives the same records"},
+            {"name": "customers", "type": "LONG", "required": false, "default_value": "1000", "documentation": "Distinct customers"},
+            {"name": "batch.size", "type": "INT", "required": false, "default_value": "100", "documentation": "Records per poll"},
+        ])
+    }
+
     fn validate(&self, config: &ConfigMap) -> Result<(), ConfigError> {
         DatagenConfig::parse(config).map(|_| ())
     }

@@ -63,6 +63,14 @@ impl SourceConnector for FileSourceConnector {
         }
     }
 
+    fn config_definition(&self) -> serde_json::Value {
+        serde_json::json!([
+            {"name": "file", "type": "STRING", "required": true, "default_value": null, "documentation": "File to read, tailing it"},
+            {"name": "topic", "type": "STRING", "required": true, "default_value": null, "documentation": "Topic to write to"},
+            {"name": "batch.size", "type": "INT", "required": false, "default_value": "2000", "documentation": "Most lines per poll"},
+        ])
+    }
+
     fn validate(&self, config: &ConfigMap) -> Result<(), ConfigError> {
         FileSourceConfig::parse(config).map(|_| ())
     }
@@ -199,6 +207,12 @@ impl SinkConnector for FileSinkConnector {
             version: env!("CARGO_PKG_VERSION"),
             description: "Appends each record value as one line of a file",
         }
+    }
+
+    fn config_definition(&self) -> serde_json::Value {
+        serde_json::json!([
+            {"name": "file", "type": "STRING", "required": true, "default_value": null, "documentation": "File to append each record value to, one per line"},
+        ])
     }
 
     fn validate(&self, config: &ConfigMap) -> Result<(), ConfigError> {

@@ -160,6 +160,22 @@ impl SinkConnector for JdbcSinkConnector {
         }
     }
 
+    fn config_definition(&self) -> serde_json::Value {
+        serde_json::json!([
+            {"name": "connection.url", "type": "STRING", "required": true, "default_value": null, "documentation": "jdbc:sqlite:PATH, sqlite://PATH, jdbc:postgresql://HOST:PORT/DB or postgres://..."},
+            {"name": "connection.user", "type": "STRING", "required": false, "default_value": null, "documentation": "Database user"},
+            {"name": "connection.password", "type": "PASSWORD", "required": false, "default_value": null, "documentation": "Database password (never shown back)"},
+            {"name": "connection.pool.size", "type": "INT", "required": false, "default_value": "4", "documentation": "Connections per task"},
+            {"name": "table.name.format", "type": "STRING", "required": false, "default_value": "${topic}", "documentation": "Table name; ${topic} is replaced by the record's topic"},
+            {"name": "insert.mode", "type": "STRING", "required": false, "default_value": "insert", "documentation": "insert or upsert"},
+            {"name": "pk.mode", "type": "STRING", "required": false, "default_value": "none", "documentation": "none, kafka, record_key or record_value"},
+            {"name": "pk.fields", "type": "LIST", "required": false, "default_value": "", "documentation": "Primary-key fields"},
+            {"name": "fields.whitelist", "type": "LIST", "required": false, "default_value": "", "documentation": "Only these value fields become columns"},
+            {"name": "auto.create", "type": "BOOLEAN", "required": false, "default_value": "false", "documentation": "Create missing tables from the first record"},
+            {"name": "batch.size", "type": "INT", "required": false, "default_value": "3000", "documentation": "Most rows per SQL statement"},
+        ])
+    }
+
     fn validate(&self, config: &ConfigMap) -> Result<(), ConfigError> {
         JdbcSinkConfig::parse(config).map(|_| ())
     }

@@ -91,6 +91,14 @@ async fn connector_lifecycle_and_errors() {
     )
     .await;
     assert_error(s, &b, 400, "key `topic`");
+    let (s, b) = call(
+        &env,
+        "POST",
+        "/connectors",
+        Some(json!({"name": "x", "config": {"connector.class": "datagen", "topic": "bad topic!"}})),
+    )
+    .await;
+    assert_error(s, &b, 400, "key `topic`: `bad topic!` has ` `");
     let (s, b) = call(&env, "POST", "/connectors", Some(json!({"name": "y", "config": {"connector.class": "datagen", "topic": "t"}, "initial_state": "PAUSED"}))).await;
     assert_error(s, &b, 400, "initial_state");
     let req = Request::post("/connectors")
@@ -745,5 +753,100 @@ async fn plugins_describe_and_validate_their_configs() {
     )
     .await;
     assert_eq!(v["error_count"], 0, "{v}");
+    env.worker.shutdown().await;
+}
+
+/// Whatever arrives in a request body, every endpoint that parses one
+/// answers, without panicking, with a success or a 4xx: never a 5xx.
+#[tokio::test(flavor = "multi_thread")]
+async fn any_request_body_gets_a_success_or_a_4xx() {
+    use proptest::prelude::*;
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+
+    let env = InProcess::start();
+    let keys = prop_oneof![
+        Just("name".to_string()),
+        Just("config".to_string()),
+        Just("connector.class".to_string()),
+        Just("topics".to_string()),
+        Just("topic".to_string()),
+        Just("tasks.max".to_string()),
+        Just("transforms".to_string()),
+        Just("transforms.t.type".to_string()),
+        Just("transforms.t.module".to_string()),
+        Just("predicates".to_string()),
+        Just("errors.tolerance".to_string()),
+        Just("errors.deadletterqueue.topic.name".to_string()),
+        Just("connection.url".to_string()),
+        Just("offsets".to_string()),
+        Just("level".to_string()),
+        Just("rate".to_string()),
+        "[a-z.]{0,12}",
+    ];
+    let scalars = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(Value::from),
+        prop_oneof![
+            Just("datagen".to_string()),
+            Just("jdbc-sink".to_string()),
+            Just("file-sink".to_string()),
+            Just("wasm".to_string()),
+            Just("all".to_string()),
+            Just("jdbc:sqlite:/nonexistent/dir/x.db".to_string()),
+            ".{0,16}",
+        ]
+        .prop_map(Value::from),
+    ];
+    let json = scalars.prop_recursive(4, 48, 6, move |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+            prop::collection::btree_map(keys.clone(), inner, 0..8)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    });
+    let endpoints = [
+        ("POST", "/connectors"),
+        ("PUT", "/connectors/fz/config"),
+        ("PATCH", "/connectors/fz/config"),
+        ("PUT", "/connector-plugins/jdbc-sink/config/validate"),
+        ("PUT", "/connector-plugins/datagen/config/validate"),
+        ("PATCH", "/connectors/fz/offsets"),
+        ("POST", "/connectors/fz/dlq/replay"),
+        ("PUT", "/admin/loggers/sluice_runtime"),
+    ];
+    let mut runner = TestRunner::deterministic();
+    for case in 0..400 {
+        let value = json.new_tree(&mut runner).unwrap().current();
+        let (method, uri) = endpoints[case % endpoints.len()];
+        let (status, body) = call(&env, method, uri, Some(value.clone())).await;
+        assert!(
+            status.as_u16() < 500,
+            "{method} {uri} with {value} answered {status}: {body}"
+        );
+        if status.is_client_error() {
+            assert_eq!(body["error_code"], status.as_u16(), "{body}");
+        }
+        // Arbitrary bytes too.
+        let bytes: Vec<u8> = prop::collection::vec(any::<u8>(), 0..64)
+            .new_tree(&mut runner)
+            .unwrap()
+            .current();
+        let req = Request::builder()
+            .method(method)
+            .uri(uri)
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(bytes))
+            .unwrap();
+        let (status, _) = raw(&env, req).await;
+        assert!(
+            status.as_u16() < 500,
+            "{method} {uri} with random bytes answered {status}"
+        );
+    }
     env.worker.shutdown().await;
 }

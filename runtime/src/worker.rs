@@ -23,6 +23,29 @@ use crate::task::{self, State, StatusCell, TaskEnv, TaskStatus};
 use crate::transform::CompiledChain;
 use crate::transform::wasm::WasmHost;
 
+/// Kafka's rules for topic names, checked before any broker is asked.
+fn check_topic_name(topic: &str) -> Result<(), String> {
+    if topic.is_empty() || topic == "." || topic == ".." {
+        return Err(format!("`{topic}` is not a valid topic name"));
+    }
+    if topic.len() > 249 {
+        return Err(format!(
+            "topic names have at most 249 characters; `{}...` has {}",
+            &topic[..20],
+            topic.len()
+        ));
+    }
+    if let Some(c) = topic
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
+    {
+        return Err(format!(
+            "`{topic}` has `{c}`; topic names use only letters, digits, `.`, `_` and `-`"
+        ));
+    }
+    Ok(())
+}
+
 /// A connector config that passed every check and is ready to run.
 pub struct ValidatedConnector {
     pub spec: ConnectorSpec,
@@ -254,6 +277,25 @@ impl Worker {
                     ),
                 )
             })?;
+        let topics_named = match &plugin {
+            Plugin::Source(p) => p
+                .topics(&plugin_config)
+                .into_iter()
+                .map(|t| ("topic", t))
+                .collect::<Vec<_>>(),
+            Plugin::Sink(_) => common
+                .topics
+                .iter()
+                .map(|t| ("topics", t.clone()))
+                .collect(),
+        };
+        for (key, topic) in topics_named {
+            check_topic_name(&topic).map_err(|why| ConfigError::new(key, why))?;
+        }
+        if let Some(dlq) = &common.errors.dlq {
+            check_topic_name(&dlq.topic)
+                .map_err(|why| ConfigError::new("errors.deadletterqueue.topic.name", why))?;
+        }
         match &plugin {
             Plugin::Source(p) => {
                 if !common.topics.is_empty() {

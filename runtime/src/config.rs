@@ -545,6 +545,25 @@ impl PredicateKind {
     }
 }
 
+/// Every `<section>.<alias>.*` key must belong to an alias listed in `<section>`.
+fn check_listed(
+    section: &str,
+    what: &str,
+    aliases: &[String],
+    keys: &ConfigMap,
+) -> Result<(), ConfigError> {
+    for k in keys.keys() {
+        let alias = k.split('.').next().unwrap_or_default();
+        if !aliases.iter().any(|a| a == alias) {
+            return Err(ConfigError::new(
+                format!("{section}.{k}"),
+                format!("belongs to {what} `{alias}`, which is not listed in `{section}`"),
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn parse_predicates(
     aliases: &[String],
     keys: &ConfigMap,
@@ -616,15 +635,7 @@ fn parse_predicates(
             source,
         });
     }
-    for k in keys.keys() {
-        let alias = k.split('.').next().unwrap_or_default();
-        if !aliases.iter().any(|a| a == alias) {
-            return Err(ConfigError::new(
-                format!("predicates.{k}"),
-                format!("belongs to predicate `{alias}`, which is not listed in `predicates`"),
-            ));
-        }
-    }
+    check_listed("predicates", "predicate", aliases, keys)?;
     Ok(specs)
 }
 
@@ -997,15 +1008,7 @@ fn parse_transforms(
             negate,
         });
     }
-    for k in keys.keys() {
-        let alias = k.split('.').next().unwrap_or_default();
-        if !aliases.iter().any(|a| a == alias) {
-            return Err(ConfigError::new(
-                format!("transforms.{k}"),
-                format!("belongs to transform `{alias}`, which is not listed in `transforms`"),
-            ));
-        }
-    }
+    check_listed("transforms", "transform", aliases, keys)?;
     Ok(specs)
 }
 

@@ -429,13 +429,6 @@ impl ErrorHandler {
     ) -> Result<(), ConnectError> {
         let empty = Record::default();
         let original = f.record.unwrap_or(&empty);
-        let mut headers = OwnedHeaders::new_with_capacity(original.headers.len() + 14);
-        for h in &original.headers {
-            headers = headers.insert(KafkaHeader {
-                key: &h.key,
-                value: h.value.as_deref(),
-            });
-        }
         let (partition, offset) = match f.record {
             Some(r) if r.partition >= 0 => (r.partition.to_string(), r.offset.to_string()),
             _ => ("-1".to_string(), "-1".to_string()),
@@ -480,14 +473,8 @@ impl ErrorHandler {
             ("x-dead-letter-failed-at", failed_at),
             ("x-dead-letter-stage", f.stage.as_str().to_string()),
         ]);
-        for (k, v) in &context {
-            headers = headers.insert(KafkaHeader {
-                key: k,
-                value: Some(v.as_bytes()),
-            });
-        }
         let mut record: FutureRecord<'_, [u8], [u8]> =
-            FutureRecord::to(&dlq.topic).headers(headers);
+            FutureRecord::to(&dlq.topic).headers(dead_letter_headers(original, &context));
         if let Some(k) = &original.key {
             record = record.key(k.as_slice());
         }
@@ -507,20 +494,7 @@ impl ErrorHandler {
                 // The record cannot fit in Kafka at all: keep everything but
                 // the value, and say so, rather than lose the record silently.
                 let size = original.value.as_ref().map_or(0, Vec::len).to_string();
-                let mut headers = OwnedHeaders::new();
-                for h in &original.headers {
-                    headers = headers.insert(KafkaHeader {
-                        key: &h.key,
-                        value: h.value.as_deref(),
-                    });
-                }
-                for (k, v) in &context {
-                    headers = headers.insert(KafkaHeader {
-                        key: k,
-                        value: Some(v.as_bytes()),
-                    });
-                }
-                headers = headers.insert(KafkaHeader {
+                let headers = dead_letter_headers(original, &context).insert(KafkaHeader {
                     key: "x-dead-letter-value-omitted-bytes",
                     value: Some(size.as_bytes()),
                 });
@@ -552,6 +526,24 @@ impl ErrorHandler {
             .with_source(e)),
         }
     }
+}
+
+/// The original record's headers, in order, then the dead-letter context.
+fn dead_letter_headers(original: &Record, context: &[(&str, String)]) -> OwnedHeaders {
+    let mut headers = OwnedHeaders::new_with_capacity(original.headers.len() + context.len() + 1);
+    for h in &original.headers {
+        headers = headers.insert(KafkaHeader {
+            key: &h.key,
+            value: h.value.as_deref(),
+        });
+    }
+    for (k, v) in context {
+        headers = headers.insert(KafkaHeader {
+            key: k,
+            value: Some(v.as_bytes()),
+        });
+    }
+    headers
 }
 
 #[cfg(test)]

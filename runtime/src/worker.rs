@@ -532,16 +532,8 @@ impl Worker {
             c.paused.send_replace(false);
             std::mem::take(&mut c.tasks)
         };
-        let deadline = tokio::time::Instant::now() + self.shutdown_timeout;
-        for t in &tasks {
-            t.cancel.cancel();
-        }
-        for t in tasks {
-            let mut join = t.join;
-            if tokio::time::timeout_at(deadline, &mut join).await.is_err() {
-                join.abort();
-            }
-        }
+        self.stop_tasks(tasks.into_iter().map(|t| (name.to_string(), t)).collect())
+            .await;
         tracing::info!(connector = %name, "connector stopped");
         self.persist().await;
         Ok(true)
@@ -766,18 +758,12 @@ impl Worker {
             return Ok(false);
         };
         let old = c.tasks.remove(index);
-        old.cancel.cancel();
-        let mut join = old.join;
-        if tokio::time::timeout(self.shutdown_timeout, &mut join)
-            .await
-            .is_err()
-        {
-            join.abort();
-        }
+        let config = old.config.clone();
+        self.stop_tasks(vec![(name.to_string(), old)]).await;
         let task = self.spawn_task(
             &validated,
             id,
-            old.config,
+            config,
             c.chain.subscribe(),
             c.paused.subscribe(),
             c.topics.clone(),
@@ -791,17 +777,8 @@ impl Worker {
     pub async fn stop_connector(&self, name: &str) -> bool {
         let removed = self.connectors.write().await.remove(name);
         let Some(c) = removed else { return false };
-        let deadline = tokio::time::Instant::now() + self.shutdown_timeout;
-        for t in &c.tasks {
-            t.cancel.cancel();
-        }
-        for t in c.tasks {
-            let mut join = t.join;
-            if tokio::time::timeout_at(deadline, &mut join).await.is_err() {
-                tracing::warn!(connector = %name, task = t.id, "task did not stop in time; aborting it (its uncommitted batch will be redelivered)");
-                join.abort();
-            }
-        }
+        self.stop_tasks(c.tasks.into_iter().map(|t| (name.to_string(), t)).collect())
+            .await;
         self.persist().await;
         true
     }
@@ -967,20 +944,28 @@ impl Worker {
     /// after `task.shutdown.graceful.timeout.ms`.
     pub async fn shutdown(&self) {
         let mut connectors = self.connectors.write().await;
-        let mut joins = Vec::new();
+        let mut tasks = Vec::new();
         for (name, c) in connectors.iter_mut() {
-            for t in c.tasks.drain(..) {
-                t.cancel.cancel();
-                joins.push((name.clone(), t.id, t.join));
-            }
+            tasks.extend(c.tasks.drain(..).map(|t| (name.clone(), t)));
+        }
+        self.stop_tasks(tasks).await;
+        connectors.clear();
+    }
+
+    /// Cancels the tasks (in-flight batches finish and commit what was
+    /// written), waits for all of them up to `task.shutdown.graceful.timeout.ms`,
+    /// and aborts what is still running then.
+    async fn stop_tasks(&self, tasks: Vec<(String, TaskRuntime)>) {
+        for (_, t) in &tasks {
+            t.cancel.cancel();
         }
         let deadline = tokio::time::Instant::now() + self.shutdown_timeout;
-        for (name, id, mut join) in joins {
+        for (name, t) in tasks {
+            let mut join = t.join;
             if tokio::time::timeout_at(deadline, &mut join).await.is_err() {
-                tracing::warn!(connector = %name, task = id, "task did not stop in time; aborting it (its uncommitted batch will be redelivered)");
+                tracing::warn!(connector = %name, task = t.id, "task did not stop in time; aborting it (its uncommitted batch will be redelivered)");
                 join.abort();
             }
         }
-        connectors.clear();
     }
 }

@@ -29,6 +29,24 @@ pub struct Column {
     pub sql_type: String,
 }
 
+/// Binds every value of `rows`, in order, to a query of either database
+/// (the two have different query types, hence a macro).
+macro_rules! bind_values {
+    ($query:expr, $rows:expr) => {{
+        let mut q = $query;
+        for v in $rows.iter().flatten() {
+            q = match v {
+                SqlValue::Null => q.bind(None::<String>),
+                SqlValue::Int(i) => q.bind(*i),
+                SqlValue::Float(f) => q.bind(*f),
+                SqlValue::Bool(b) => q.bind(*b),
+                SqlValue::Text(s) => q.bind(s.as_str()),
+            };
+        }
+        q
+    }};
+}
+
 /// Rows that write the same columns, in one or more SQL statements.
 pub struct Statement {
     pub names: Vec<String>,
@@ -182,16 +200,7 @@ impl Database {
                     let per_stmt = chunk.min(SQLITE_MAX_PARAMS / st.names.len().max(1)).max(1);
                     for part in st.rows.chunks(per_stmt) {
                         let sql = insert_sql(table, &st.names, None, &st.pk, upsert, part.len());
-                        let mut q = sqlx::query::<Sqlite>(&sql);
-                        for v in part.iter().flatten() {
-                            q = match v {
-                                SqlValue::Null => q.bind(None::<String>),
-                                SqlValue::Int(i) => q.bind(*i),
-                                SqlValue::Float(f) => q.bind(*f),
-                                SqlValue::Bool(b) => q.bind(*b),
-                                SqlValue::Text(s) => q.bind(s.as_str()),
-                            };
-                        }
+                        let q = bind_values!(sqlx::query::<Sqlite>(&sql), part);
                         q.execute(&mut *tx)
                             .await
                             .map_err(|e| classify_sqlx_error(ctx(), e))?;
@@ -212,16 +221,7 @@ impl Database {
                     for part in st.rows.chunks(per_stmt) {
                         let sql =
                             insert_sql(table, &st.names, Some(&casts), &st.pk, upsert, part.len());
-                        let mut q = sqlx::query::<Postgres>(&sql);
-                        for v in part.iter().flatten() {
-                            q = match v {
-                                SqlValue::Null => q.bind(None::<String>),
-                                SqlValue::Int(i) => q.bind(*i),
-                                SqlValue::Float(f) => q.bind(*f),
-                                SqlValue::Bool(b) => q.bind(*b),
-                                SqlValue::Text(s) => q.bind(s.as_str()),
-                            };
-                        }
+                        let q = bind_values!(sqlx::query::<Postgres>(&sql), part);
                         q.execute(&mut *tx)
                             .await
                             .map_err(|e| classify_sqlx_error(ctx(), e))?;

@@ -5,6 +5,7 @@
 #   - C toolchain and libraries for rdkafka's bundled librdkafka (ssl, zstd)
 #     and SQLite: build-essential pkg-config zlib1g-dev libssl-dev
 #   - PostgreSQL (tests run against a real server; see scripts/postgres.sh)
+#   - MariaDB (the JDBC sink's MySQL dialect; tests start their own server)
 #   - promtool, from Debian's prometheus package (the alert rules' tests)
 #   - the Rust toolchain pinned in rust-toolchain.toml, with wasm32-wasip2
 set -euo pipefail
@@ -17,6 +18,10 @@ if [[ "${SLUICE_SETUP_MONITORING:-1}" == 1 ]]; then
 fi
 if [[ "${SLUICE_SETUP_POSTGRES:-1}" == 1 ]]; then
   APT_PACKAGES+=(postgresql postgresql-client)
+fi
+# The JDBC sink's tests start their own MariaDB server (MySQL protocol).
+if [[ "${SLUICE_SETUP_MARIADB:-1}" == 1 ]]; then
+  APT_PACKAGES+=(mariadb-server mariadb-client)
 fi
 
 missing=()

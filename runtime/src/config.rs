@@ -429,6 +429,24 @@ struct CommonKeys {
     /// Longest wait to fill a sink batch, in ms (Sluice).
     #[serde(rename = "batch.max.ms", default = "default_batch_ms")]
     batch_max_ms: u64,
+    #[serde(rename = "delivery.guarantee", default)]
+    delivery_guarantee: DeliveryGuarantee,
+}
+
+/// `delivery.guarantee`: what a connector promises about each record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DeliveryGuarantee {
+    /// Offsets are committed before the records are written: a crash loses
+    /// what was in flight, never duplicates it.
+    AtMostOnce,
+    /// Offsets are committed after the records are written: a crash
+    /// repeats what was in flight, never loses it.
+    #[default]
+    AtLeastOnce,
+    /// Records and offsets are committed together: a crash neither loses
+    /// nor repeats.
+    ExactlyOnce,
 }
 
 fn one() -> u32 {
@@ -655,6 +673,11 @@ pub struct CommonConfig {
     pub errors: crate::errors::ErrorPolicy,
     pub key_converter: Converter,
     pub value_converter: Converter,
+    pub delivery_guarantee: DeliveryGuarantee,
+    /// `consumer.override.*`, over the worker's `consumer.*`.
+    pub consumer_overrides: ConfigMap,
+    /// `producer.override.*`, over the worker's `producer.*`.
+    pub producer_overrides: ConfigMap,
 }
 
 /// What a sink checks a consumed key or value is, before anything else
@@ -721,8 +744,14 @@ impl CommonConfig {
         let mut transform_keys = ConfigMap::new();
         let mut predicate_keys = ConfigMap::new();
         let mut error_keys = ConfigMap::new();
+        let mut consumer_overrides = ConfigMap::new();
+        let mut producer_overrides = ConfigMap::new();
         for (k, v) in config {
-            if let Some(rest) = k.strip_prefix("transforms.") {
+            if let Some(rest) = k.strip_prefix("consumer.override.") {
+                consumer_overrides.insert(rest.to_string(), v.clone());
+            } else if let Some(rest) = k.strip_prefix("producer.override.") {
+                producer_overrides.insert(rest.to_string(), v.clone());
+            } else if let Some(rest) = k.strip_prefix("transforms.") {
                 transform_keys.insert(rest.to_string(), v.clone());
             } else if let Some(rest) = k.strip_prefix("predicates.") {
                 predicate_keys.insert(rest.to_string(), v.clone());
@@ -735,6 +764,32 @@ impl CommonConfig {
             }
         }
         let keys: CommonKeys = from_string_map(&common)?;
+        // What the runtime's guarantees rest on is not the connector's to change.
+        for (prefix, overrides, fixed) in [
+            (
+                "consumer.override.",
+                &consumer_overrides,
+                &[
+                    "group.id",
+                    "enable.auto.commit",
+                    "enable.auto.offset.store",
+                    "isolation.level",
+                    "auto.offset.reset",
+                ][..],
+            ),
+            (
+                "producer.override.",
+                &producer_overrides,
+                &["transactional.id", "enable.idempotence"][..],
+            ),
+        ] {
+            if let Some(k) = overrides.keys().find(|k| fixed.contains(&k.as_str())) {
+                return Err(ConfigError::new(
+                    format!("{prefix}{k}"),
+                    "is set by Sluice to keep the delivery guarantee and cannot be overridden",
+                ));
+            }
+        }
         if keys.tasks_max == 0 {
             return Err(ConfigError::new("tasks.max", "must be at least 1"));
         }
@@ -795,6 +850,9 @@ impl CommonConfig {
                 errors,
                 key_converter,
                 value_converter,
+                delivery_guarantee: keys.delivery_guarantee,
+                consumer_overrides,
+                producer_overrides,
             },
             plugin,
         ))
@@ -819,6 +877,7 @@ fn is_common_key(k: &str) -> bool {
             | "topic.creation.default.replication.factor"
             | "batch.max.records"
             | "batch.max.ms"
+            | "delivery.guarantee"
     )
 }
 

@@ -68,14 +68,18 @@ impl KafkaClients {
 
     /// An idempotent producer (`acks=all`); `overrides` are the connector's
     /// `producer.override.*` keys.
-    pub fn producer(&self, client_id: &str) -> Result<FutureProducer, KafkaError> {
+    pub fn producer(
+        &self,
+        client_id: &str,
+        overrides: &sluice_sdk::ConfigMap,
+    ) -> Result<FutureProducer, KafkaError> {
         let mut c = self.base();
         c.set("client.id", client_id)
             .set("acks", "all")
             .set("enable.idempotence", "true")
             .set("linger.ms", "5")
             .set("compression.type", "zstd");
-        for (k, v) in &self.producer_overrides {
+        for (k, v) in self.producer_overrides.iter().map(|(k, v)| (k, v)).chain(overrides) {
             c.set(k, v);
         }
         c.create()
@@ -88,6 +92,7 @@ impl KafkaClients {
         group_id: &str,
         client_id: &str,
         context: SafeConsumerContext,
+        overrides: &sluice_sdk::ConfigMap,
     ) -> Result<rdkafka::consumer::StreamConsumer<SafeConsumerContext>, KafkaError> {
         let mut c = self.base();
         c.set("group.id", group_id)
@@ -101,7 +106,7 @@ impl KafkaClients {
             .set("enable.partition.eof", "false")
             .set("partition.assignment.strategy", "cooperative-sticky")
             .set("statistics.interval.ms", "5000");
-        for (k, v) in &self.consumer_overrides {
+        for (k, v) in self.consumer_overrides.iter().map(|(k, v)| (k, v)).chain(overrides) {
             c.set(k, v);
         }
         c.create_with_context(context)
@@ -348,6 +353,9 @@ pub struct SafeConsumerContext {
     pub task: u32,
     pub metrics: crate::metrics::Metrics,
     pub assigned: std::sync::Mutex<std::collections::BTreeSet<(String, i32)>>,
+    /// Exactly-once sinks: new partitions stay paused until the task has
+    /// moved them to the offsets stored with its data.
+    pub pause_assigned: bool,
 }
 
 impl ClientContext for SafeConsumerContext {
@@ -408,6 +416,11 @@ impl ConsumerContext for SafeConsumerContext {
                 if let Err(e) = result {
                     tracing::error!(connector = %self.connector, error = %e, "assigning partitions failed");
                 }
+                if self.pause_assigned
+                    && let Err(e) = consumer.pause(tpl)
+                {
+                    tracing::error!(connector = %self.connector, error = %e, "pausing new partitions failed");
+                }
                 tracing::info!(connector = %self.connector, gained = ?partitions, "rebalance: partitions assigned");
                 self.record_rebalance(&partitions, true);
                 let _ = self.events.send(ConsumerEvent::Assigned(partitions));
@@ -446,7 +459,15 @@ impl SafeConsumerContext {
             task,
             metrics,
             assigned: Default::default(),
+            pause_assigned: false,
         }
+    }
+
+    /// New partitions are paused on assignment, for the task to seek and
+    /// resume them (see [`ConsumerEvent::Assigned`]).
+    pub fn pausing_assigned_partitions(mut self) -> Self {
+        self.pause_assigned = true;
+        self
     }
 
     fn record_rebalance(&self, partitions: &[(String, i32)], gained: bool) {

@@ -13,7 +13,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use crate::config::{CommonConfig, ConnectorSpec};
+use crate::config::{CommonConfig, ConnectorSpec, DeliveryGuarantee};
 use crate::errors::ErrorHandler;
 use crate::kafka::KafkaClients;
 use crate::metrics::Metrics;
@@ -305,6 +305,12 @@ impl Worker {
                     ));
                 }
                 p.validate(&plugin_config)?;
+                if common.delivery_guarantee == DeliveryGuarantee::ExactlyOnce {
+                    return Err(ConfigError::new(
+                        "delivery.guarantee",
+                        "exactly-once is not available for source connectors yet; use at-least-once (the default) with an idempotent consumer",
+                    ));
+                }
             }
             Plugin::Sink(p) => {
                 if common.topics.is_empty() {
@@ -314,6 +320,17 @@ impl Worker {
                     ));
                 }
                 p.validate(&plugin_config)?;
+                if common.delivery_guarantee == DeliveryGuarantee::ExactlyOnce
+                    && !p.supports_exactly_once(&plugin_config)
+                {
+                    return Err(ConfigError::new(
+                        "delivery.guarantee",
+                        format!(
+                            "`{}` cannot store offsets with its data, so it cannot be exactly-once; use at-least-once with an idempotent write (e.g. upsert)",
+                            common.connector_class
+                        ),
+                    ));
+                }
             }
         }
         let host = self.wasm.clone();
@@ -700,6 +717,19 @@ impl Worker {
                         out
                     }
                 };
+                // A sink that keeps offsets with its data (exactly-once)
+                // changes them first: they decide where its tasks resume.
+                let v = self.validate(&spec).await.map_err(|e| bad(e.to_string()))?;
+                if let Plugin::Sink(p) = &v.plugin {
+                    p.alter_offsets(&v.plugin_config, name, &wanted)
+                        .await
+                        .map_err(|e| {
+                            bad(format!(
+                                "changing the offsets stored in the sink: {}",
+                                e.full_message()
+                            ))
+                        })?;
+                }
                 tokio::task::spawn_blocking(move || clients.set_group_offsets(&group, &wanted))
                     .await
                     .map_err(|e| bad(e.to_string()))?
@@ -816,7 +846,9 @@ impl Worker {
         let task_status = status.clone();
         let task_config = config.clone();
         let dlq_producer = match &v.common.errors.dlq {
-            Some(_) => match self.clients.producer(&format!("sluice-{name}-{id}-dlq")) {
+            Some(_) => match self
+                .clients
+                .producer(&format!("sluice-{name}-{id}-dlq"), &v.common.producer_overrides) {
                 Ok(p) => Some(p),
                 Err(e) => {
                     status.set(

@@ -146,6 +146,7 @@ pub trait SourceTask: Send {
     async fn stop(&mut self) {}
 }
 
+#[async_trait]
 pub trait SinkConnector: Send + Sync {
     fn info(&self) -> PluginInfo;
 
@@ -166,6 +167,38 @@ pub trait SinkConnector: Send + Sync {
         config: &ConfigMap,
         context: TaskContext,
     ) -> Result<Box<dyn SinkTask>, ConnectError>;
+
+    /// Whether tasks made from `config` store consumed offsets with the data
+    /// (see [`SinkTask::begin`]), so `delivery.guarantee=exactly-once` can be
+    /// accepted.
+    fn supports_exactly_once(&self, config: &ConfigMap) -> bool {
+        let _ = config;
+        false
+    }
+
+    /// Kafka Connect's `SinkConnector.alterOffsets`: called while the
+    /// connector is stopped, before the group's offsets are changed, so a
+    /// sink that stores offsets itself changes them too. `None` as an offset
+    /// means "forget it" (a reset). `Ok(false)` means the sink keeps no
+    /// offsets of its own.
+    async fn alter_offsets(
+        &self,
+        config: &ConfigMap,
+        connector: &str,
+        offsets: &[(String, i32, Option<i64>)],
+    ) -> Result<bool, ConnectError> {
+        let _ = (config, connector, offsets);
+        Ok(false)
+    }
+}
+
+/// The next offset to consume from a topic partition, as stored with the data.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PartitionOffset {
+    pub topic: String,
+    pub partition: i32,
+    /// The offset of the next record to read (last written + 1).
+    pub offset: i64,
 }
 
 #[async_trait]
@@ -187,4 +220,44 @@ pub trait SinkTask: Send {
     }
 
     async fn stop(&mut self) {}
+
+    // Exactly-once: offsets stored with the data. A task that returns `true`
+    // from `supports_exactly_once` implements the four methods below; the
+    // runtime then calls `begin`, one or more `put`s (each atomic: a `put`
+    // that fails leaves nothing of itself behind, so the batch can be split
+    // around a bad record), and `commit` with the batch's offsets, or
+    // `rollback`.
+
+    fn supports_exactly_once(&self) -> bool {
+        false
+    }
+
+    /// Starts the transaction that the next `put`s and `commit` belong to.
+    async fn begin(&mut self) -> Result<(), ConnectError> {
+        Err(ConnectError::fatal(
+            "this sink does not support exactly-once delivery",
+        ))
+    }
+
+    /// Stores `offsets` and commits everything put since `begin`, atomically.
+    async fn commit(&mut self, offsets: &[PartitionOffset]) -> Result<(), ConnectError> {
+        let _ = offsets;
+        Err(ConnectError::fatal(
+            "this sink does not support exactly-once delivery",
+        ))
+    }
+
+    /// Discards everything put since `begin`.
+    async fn rollback(&mut self) {}
+
+    /// The offsets stored for `partitions` (those with none are left out),
+    /// read when they are assigned, so consumption resumes exactly after
+    /// what the sink has.
+    async fn stored_offsets(
+        &mut self,
+        partitions: &[(String, i32)],
+    ) -> Result<Vec<PartitionOffset>, ConnectError> {
+        let _ = partitions;
+        Ok(Vec::new())
+    }
 }

@@ -22,7 +22,7 @@ pub mod record;
 
 pub use config::{ConfigError, ConfigMap};
 pub use connector::{
-    ConnectorType, PluginInfo, SinkConnector, SinkTask, SourceConnector, SourceOffsets,
+    ConnectorType, PartitionOffset, PluginInfo, SinkConnector, SinkTask, SourceConnector, SourceOffsets,
     SourceRecord, SourceTask, TaskContext, source_partition_key,
 };
 pub use error::{ConnectError, ErrorKind};

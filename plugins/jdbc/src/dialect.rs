@@ -1,395 +1,552 @@
-//! What differs between databases: URLs, identifier quoting, table
-//! introspection and creation, the multi-row upsert, and error classes.
+//! The SQL each database needs: identifier quoting, types, DDL, and the
+//! batched write statements. Pure string building, so it is unit-tested
+//! without a server; `db.rs` runs it.
 
-use sluice_sdk::{ConfigError, ConnectError};
-use sqlx::{PgPool, Postgres, Sqlite, SqlitePool};
+use crate::value::ColumnKind;
 
-use crate::value::{ColumnKind, SqlValue};
-
-/// Where `connection.url` points.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Target {
-    /// A file path (created if missing).
-    Sqlite(String),
-    /// A `postgres://` URL.
-    Postgres(String),
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    Sqlite,
+    Postgres,
+    MySql,
 }
 
-pub enum Database {
-    Sqlite(SqlitePool),
-    Postgres(PgPool),
+/// What a write statement does with each row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteMode {
+    Insert,
+    Upsert,
+    Update,
 }
 
-/// A column as the database declares it.
-#[derive(Debug, Clone)]
-pub struct Column {
-    pub name: String,
-    pub kind: ColumnKind,
-    /// The declared type, used for explicit casts in PostgreSQL.
-    pub sql_type: String,
+/// The shape of one batched statement: a table, the columns written (the
+/// same for every row), the key, and the guard column if any.
+pub struct Shape<'a> {
+    pub table: &'a str,
+    pub names: &'a [String],
+    pub pk: &'a [String],
+    pub guard: Option<&'a str>,
 }
 
-/// Binds every value of `rows`, in order, to a query of either database
-/// (the two have different query types, hence a macro).
-macro_rules! bind_values {
-    ($query:expr, $rows:expr) => {{
-        let mut q = $query;
-        for v in $rows.iter().flatten() {
-            q = match v {
-                SqlValue::Null => q.bind(None::<String>),
-                SqlValue::Int(i) => q.bind(*i),
-                SqlValue::Float(f) => q.bind(*f),
-                SqlValue::Bool(b) => q.bind(*b),
-                SqlValue::Text(s) => q.bind(s.as_str()),
-            };
-        }
-        q
-    }};
-}
+/// Alias of the target table in PostgreSQL statements, so conditions can
+/// name its columns whatever the table is called.
+const TARGET: &str = "sluice_t";
 
-/// Rows that write the same columns, in one or more SQL statements.
-pub struct Statement {
-    pub names: Vec<String>,
-    pub columns: Vec<Column>,
-    pub pk: Vec<String>,
-    pub rows: Vec<Vec<SqlValue>>,
-}
+/// Most bind parameters per statement, under each database's limit
+/// (PostgreSQL binds one array per column, so it has none here).
+pub const SQLITE_MAX_PARAMS: usize = 32_000;
+pub const MYSQL_MAX_PARAMS: usize = 65_000;
 
-/// Most bind parameters per statement, under each database's limit.
-const SQLITE_MAX_PARAMS: usize = 32_000;
-const POSTGRES_MAX_PARAMS: usize = 65_000;
-
-pub fn quote_ident(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
-}
-
-/// `schema.table` is quoted part by part; anything else as one identifier.
-fn quote_table(name: &str) -> String {
-    name.split('.')
-        .map(quote_ident)
-        .collect::<Vec<_>>()
-        .join(".")
-}
-
-impl Database {
-    pub fn from_url(url: &str) -> Result<Target, ConfigError> {
-        let url = url.trim();
-        let rest = url.strip_prefix("jdbc:").unwrap_or(url);
-        if let Some(path) = rest
-            .strip_prefix("sqlite://")
-            .or_else(|| rest.strip_prefix("sqlite:"))
-        {
-            let path = path.split('?').next().unwrap_or(path);
-            if path.is_empty() {
-                return Err(ConfigError::new("connection.url", "names no SQLite file"));
-            }
-            return Ok(Target::Sqlite(path.to_string()));
-        }
-        if let Some(tail) = rest
-            .strip_prefix("postgresql://")
-            .or_else(|| rest.strip_prefix("postgres://"))
-        {
-            return Ok(Target::Postgres(format!("postgres://{tail}")));
-        }
-        Err(ConfigError::new(
-            "connection.url",
-            format!(
-                "`{url}` is not a supported database URL; expected jdbc:sqlite:PATH, sqlite://PATH, jdbc:postgresql://HOST:PORT/DB or postgres://HOST:PORT/DB"
-            ),
-        ))
-    }
-
-    pub async fn describe_table(&self, table: &str) -> Result<Vec<Column>, ConnectError> {
-        let ctx = || format!("reading the columns of table `{table}`");
+impl Dialect {
+    pub fn quote_ident(self, name: &str) -> String {
         match self {
-            Database::Sqlite(pool) => {
-                let rows: Vec<(String, String)> =
-                    sqlx::query_as("SELECT name, type FROM pragma_table_info(?1)")
-                        .bind(table)
-                        .fetch_all(pool)
-                        .await
-                        .map_err(|e| classify_sqlx_error(ctx(), e))?;
-                Ok(rows
-                    .into_iter()
-                    .map(|(name, ty)| Column {
-                        kind: ColumnKind::from_declared(&ty),
-                        sql_type: ty,
-                        name,
-                    })
-                    .collect())
-            }
-            Database::Postgres(pool) => {
-                let rows: Vec<(String, String)> = sqlx::query_as(
-                    "SELECT a.attname::text, format_type(a.atttypid, a.atttypmod) \
-                     FROM pg_attribute a \
-                     WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped \
-                     ORDER BY a.attnum",
-                )
-                .bind(quote_table(table))
-                .fetch_all(pool)
-                .await
-                .map_err(|e| classify_sqlx_error(ctx(), e))?;
-                Ok(rows
-                    .into_iter()
-                    .map(|(name, ty)| Column {
-                        kind: ColumnKind::from_declared(&ty),
-                        sql_type: ty,
-                        name,
-                    })
-                    .collect())
-            }
+            Dialect::MySql => format!("`{}`", name.replace('`', "``")),
+            Dialect::Sqlite | Dialect::Postgres => format!("\"{}\"", name.replace('"', "\"\"")),
         }
     }
 
-    pub async fn create_table(
-        &self,
-        table: &str,
-        columns: &[(String, ColumnKind)],
-        pk: &[String],
-    ) -> Result<(), ConnectError> {
-        let type_name = |k: ColumnKind| match (self, k) {
-            (Database::Sqlite(_), ColumnKind::Int) => "INTEGER",
-            (Database::Sqlite(_), ColumnKind::Float) => "REAL",
-            (Database::Postgres(_), ColumnKind::Int) => "BIGINT",
-            (Database::Postgres(_), ColumnKind::Float) => "DOUBLE PRECISION",
+    /// `schema.table` is quoted part by part; anything else as one identifier.
+    pub fn quote_table(self, name: &str) -> String {
+        name.split('.')
+            .map(|p| self.quote_ident(p))
+            .collect::<Vec<_>>()
+            .join(".")
+    }
+
+    fn quoted(self, names: &[String]) -> Vec<String> {
+        names.iter().map(|n| self.quote_ident(n)).collect()
+    }
+
+    /// The column type `auto.create` and `auto.evolve` give a kind of value.
+    /// MySQL cannot index TEXT without a length, so key columns are VARCHAR.
+    pub fn type_name(self, kind: ColumnKind, is_key: bool) -> &'static str {
+        match (self, kind) {
+            (Dialect::Sqlite, ColumnKind::Int) => "INTEGER",
+            (Dialect::Sqlite, ColumnKind::Float) => "REAL",
+            (Dialect::Postgres | Dialect::MySql, ColumnKind::Int) => "BIGINT",
+            (Dialect::Postgres, ColumnKind::Float) => "DOUBLE PRECISION",
+            (Dialect::MySql, ColumnKind::Float) => "DOUBLE",
             (_, ColumnKind::Bool) => "BOOLEAN",
+            (Dialect::MySql, ColumnKind::Text) if is_key => "VARCHAR(255)",
             (_, ColumnKind::Text) => "TEXT",
-        };
+        }
+    }
+
+    /// `columns` are `(name, declared type)`.
+    pub fn create_table(self, table: &str, columns: &[(String, String)], pk: &[String]) -> String {
         let mut defs: Vec<String> = columns
             .iter()
-            .map(|(name, kind)| {
+            .map(|(name, ty)| {
                 let not_null = if pk.contains(name) { " NOT NULL" } else { "" };
-                format!("{} {}{not_null}", quote_ident(name), type_name(*kind))
+                format!("{} {ty}{not_null}", self.quote_ident(name))
             })
             .collect();
         if !pk.is_empty() {
-            let pk: Vec<String> = pk.iter().map(|c| quote_ident(c)).collect();
-            defs.push(format!("PRIMARY KEY ({})", pk.join(", ")));
+            defs.push(format!("PRIMARY KEY ({})", self.quoted(pk).join(", ")));
         }
-        let sql = format!(
+        format!(
             "CREATE TABLE IF NOT EXISTS {} ({})",
-            quote_table(table),
+            self.quote_table(table),
             defs.join(", ")
-        );
-        let ctx = || format!("creating table `{table}`");
-        match self {
-            Database::Sqlite(pool) => sqlx::query(&sql).execute(pool).await.map(|_| ()),
-            Database::Postgres(pool) => sqlx::query(&sql).execute(pool).await.map(|_| ()),
-        }
-        .map_err(|e| classify_sqlx_error(ctx(), e))
+        )
     }
 
-    /// Writes every statement's rows in one transaction, at most `chunk`
-    /// rows per SQL statement (and under the database's parameter limit).
-    pub async fn write(
-        &self,
-        table: &str,
-        statements: &[Statement],
-        upsert: bool,
-        chunk: usize,
-    ) -> Result<(), ConnectError> {
-        let total: usize = statements.iter().map(|s| s.rows.len()).sum();
-        let ctx = || format!("writing {total} rows to table `{table}`");
+    /// A new nullable column (`auto.evolve`).
+    pub fn add_column(self, table: &str, column: &str, sql_type: &str) -> String {
+        format!(
+            "ALTER TABLE {} ADD COLUMN {} {sql_type}",
+            self.quote_table(table),
+            self.quote_ident(column)
+        )
+    }
+
+    /// Placeholder number `n` (1-based).
+    fn param(self, n: usize) -> String {
         match self {
-            Database::Sqlite(pool) => {
-                let mut tx = pool
-                    .begin()
-                    .await
-                    .map_err(|e| classify_sqlx_error(ctx(), e))?;
-                for st in statements {
-                    let per_stmt = chunk.min(SQLITE_MAX_PARAMS / st.names.len().max(1)).max(1);
-                    for part in st.rows.chunks(per_stmt) {
-                        let sql = insert_sql(table, &st.names, None, &st.pk, upsert, part.len());
-                        let q = bind_values!(sqlx::query::<Sqlite>(&sql), part);
-                        q.execute(&mut *tx)
-                            .await
-                            .map_err(|e| classify_sqlx_error(ctx(), e))?;
-                    }
+            Dialect::Sqlite => format!("?{n}"),
+            Dialect::Postgres => format!("${n}"),
+            Dialect::MySql => "?".into(),
+        }
+    }
+
+    /// `(?1, ?2), (?3, ?4)` for `rows` rows of `width` values.
+    fn value_rows(self, width: usize, rows: usize) -> String {
+        let mut out = String::with_capacity(rows * width * 5);
+        let mut n = 0;
+        for r in 0..rows {
+            if r > 0 {
+                out.push_str(", ");
+            }
+            out.push('(');
+            for c in 0..width {
+                if c > 0 {
+                    out.push_str(", ");
                 }
-                tx.commit().await.map_err(|e| classify_sqlx_error(ctx(), e))
+                n += 1;
+                out.push_str(&self.param(n));
             }
-            Database::Postgres(pool) => {
-                let mut tx = pool
-                    .begin()
-                    .await
-                    .map_err(|e| classify_sqlx_error(ctx(), e))?;
-                for st in statements {
-                    let casts: Vec<&str> = st.columns.iter().map(|c| c.sql_type.as_str()).collect();
-                    let per_stmt = chunk
-                        .min(POSTGRES_MAX_PARAMS / st.names.len().max(1))
-                        .max(1);
-                    for part in st.rows.chunks(per_stmt) {
-                        let sql =
-                            insert_sql(table, &st.names, Some(&casts), &st.pk, upsert, part.len());
-                        let q = bind_values!(sqlx::query::<Postgres>(&sql), part);
-                        q.execute(&mut *tx)
-                            .await
-                            .map_err(|e| classify_sqlx_error(ctx(), e))?;
-                    }
-                }
-                tx.commit().await.map_err(|e| classify_sqlx_error(ctx(), e))
-            }
+            out.push(')');
         }
+        out
     }
 
-    pub async fn close(&self) {
-        match self {
-            Database::Sqlite(pool) => pool.close().await,
-            Database::Postgres(pool) => pool.close().await,
-        }
+    /// The guard condition: the stored row is older than the incoming one
+    /// (or has no guard value). `old` and `new` qualify the two sides.
+    fn guard_condition(self, guard: &str, old: &str, new: &str) -> String {
+        let g = self.quote_ident(guard);
+        format!("({old}.{g} IS NULL OR {old}.{g} < {new}.{g})")
     }
-}
 
-/// `INSERT INTO t (a, b) VALUES (?, ?), ... [ON CONFLICT (pk) DO UPDATE ...]`.
-/// With `casts` (PostgreSQL), each parameter is cast to its column's type so
-/// text binds into timestamps, JSON and numerics alike.
-fn insert_sql(
-    table: &str,
-    names: &[String],
-    casts: Option<&[&str]>,
-    pk: &[String],
-    upsert: bool,
-    rows: usize,
-) -> String {
-    let cols: Vec<String> = names.iter().map(|n| quote_ident(n)).collect();
-    let mut sql = format!(
-        "INSERT INTO {} ({}) VALUES ",
-        quote_table(table),
-        cols.join(", ")
-    );
-    let mut n = 0;
-    for r in 0..rows {
-        if r > 0 {
-            sql.push_str(", ");
-        }
-        sql.push('(');
-        for c in 0..names.len() {
-            if c > 0 {
-                sql.push_str(", ");
-            }
-            n += 1;
-            match casts {
-                Some(casts) => sql.push_str(&format!("${n}::{}", casts[c])),
-                None => sql.push_str(&format!("?{n}")),
-            }
-        }
-        sql.push(')');
-    }
-    if upsert && !pk.is_empty() {
-        let target: Vec<String> = pk.iter().map(|c| quote_ident(c)).collect();
-        let updates: Vec<String> = names
+    /// SQLite and MySQL: one multi-row statement for `rows` rows, values
+    /// bound row by row in `shape.names` order.
+    pub fn values_write(self, shape: &Shape<'_>, mode: WriteMode, rows: usize) -> String {
+        assert_ne!(self, Dialect::Postgres, "PostgreSQL writes through UNNEST");
+        let table = self.quote_table(shape.table);
+        let cols = self.quoted(shape.names);
+        let others: Vec<&String> = shape
+            .names
             .iter()
-            .filter(|n| !pk.contains(n))
-            .map(|n| format!("{0} = excluded.{0}", quote_ident(n)))
+            .filter(|n| !shape.pk.contains(n))
             .collect();
-        if updates.is_empty() {
-            sql.push_str(&format!(" ON CONFLICT ({}) DO NOTHING", target.join(", ")));
-        } else {
-            sql.push_str(&format!(
-                " ON CONFLICT ({}) DO UPDATE SET {}",
-                target.join(", "),
-                updates.join(", ")
-            ));
+        match mode {
+            WriteMode::Insert | WriteMode::Upsert => {
+                let mut sql = format!(
+                    "INSERT INTO {table} ({}) VALUES {}",
+                    cols.join(", "),
+                    self.value_rows(cols.len(), rows)
+                );
+                if mode == WriteMode::Upsert {
+                    sql.push_str(&self.on_conflict(shape, &table, &others));
+                }
+                sql
+            }
+            WriteMode::Update => match self {
+                Dialect::Sqlite => {
+                    let sets: Vec<String> = others
+                        .iter()
+                        .map(|n| format!("{0} = u.{0}", self.quote_ident(n)))
+                        .collect();
+                    let mut cond: Vec<String> = shape
+                        .pk
+                        .iter()
+                        .map(|k| format!("{table}.{0} = u.{0}", self.quote_ident(k)))
+                        .collect();
+                    if let Some(g) = shape.guard {
+                        cond.push(self.guard_condition(g, &table, "u"));
+                    }
+                    format!(
+                        "WITH u({}) AS (VALUES {}) UPDATE {table} SET {} FROM u WHERE {}",
+                        cols.join(", "),
+                        self.value_rows(cols.len(), rows),
+                        sets.join(", "),
+                        cond.join(" AND ")
+                    )
+                }
+                Dialect::MySql => {
+                    let first: Vec<String> = cols.iter().map(|c| format!("? AS {c}")).collect();
+                    let rest = vec!["?"; cols.len()].join(", ");
+                    let mut source = format!("SELECT {}", first.join(", "));
+                    for _ in 1..rows {
+                        source.push_str(&format!(" UNION ALL SELECT {rest}"));
+                    }
+                    let on: Vec<String> = shape
+                        .pk
+                        .iter()
+                        .map(|k| format!("{table}.{0} = u.{0}", self.quote_ident(k)))
+                        .collect();
+                    let sets: Vec<String> = others
+                        .iter()
+                        .map(|n| format!("{table}.{0} = u.{0}", self.quote_ident(n)))
+                        .collect();
+                    let mut sql = format!(
+                        "UPDATE {table} JOIN ({source}) AS u ON {} SET {}",
+                        on.join(" AND "),
+                        sets.join(", ")
+                    );
+                    if let Some(g) = shape.guard {
+                        sql.push_str(&format!(" WHERE {}", self.guard_condition(g, &table, "u")));
+                    }
+                    sql
+                }
+                Dialect::Postgres => unreachable!(),
+            },
         }
     }
-    sql
-}
 
-/// Constraint violations and bad values are data errors (this row is bad);
-/// lost connections, timeouts and lock conflicts are retriable; the rest
-/// (bad SQL, missing privileges, misconfiguration) is fatal.
-pub fn classify_sqlx_error(context: String, e: sqlx::Error) -> ConnectError {
-    use sqlx::error::ErrorKind as DbKind;
-    let kind = match &e {
-        sqlx::Error::Database(db) => {
-            let code = db.code().map(|c| c.to_string()).unwrap_or_default();
-            match db.kind() {
-                DbKind::UniqueViolation
-                | DbKind::ForeignKeyViolation
-                | DbKind::NotNullViolation
-                | DbKind::CheckViolation => sluice_sdk::ErrorKind::Data,
-                _ if code.starts_with("22") || code.starts_with("23") => {
-                    sluice_sdk::ErrorKind::Data
+    /// The upsert clause of SQLite and MySQL.
+    fn on_conflict(self, shape: &Shape<'_>, table: &str, others: &[&String]) -> String {
+        match self {
+            Dialect::Sqlite => {
+                let target = self.quoted(shape.pk).join(", ");
+                if others.is_empty() {
+                    return format!(" ON CONFLICT ({target}) DO NOTHING");
                 }
-                _ if code.starts_with("08")
-                    || code.starts_with("53")
-                    || code.starts_with("57P")
-                    || code == "40001"
-                    || code == "40P01" =>
-                {
-                    sluice_sdk::ErrorKind::Retriable
+                let sets: Vec<String> = others
+                    .iter()
+                    .map(|n| format!("{0} = excluded.{0}", self.quote_ident(n)))
+                    .collect();
+                let mut sql = format!(" ON CONFLICT ({target}) DO UPDATE SET {}", sets.join(", "));
+                if let Some(g) = shape.guard {
+                    sql.push_str(&format!(
+                        " WHERE {}",
+                        self.guard_condition(g, table, "excluded")
+                    ));
                 }
-                // SQLite: BUSY, LOCKED and their extended codes.
-                _ if matches!(code.as_str(), "5" | "6" | "261" | "262" | "517") => {
-                    sluice_sdk::ErrorKind::Retriable
+                sql
+            }
+            Dialect::MySql => {
+                if others.is_empty() {
+                    let k = self.quote_ident(&shape.pk[0]);
+                    return format!(" ON DUPLICATE KEY UPDATE {k} = {k}");
                 }
-                // SQLite: constraint (19 and extended), mismatch (20), too big (18).
-                _ if matches!(code.as_str(), "18" | "19" | "20")
-                    || code.parse::<u32>().is_ok_and(|c| c & 0xff == 19) =>
-                {
-                    sluice_sdk::ErrorKind::Data
+                let sets: Vec<String> = match shape.guard {
+                    None => others
+                        .iter()
+                        .map(|n| format!("{0} = VALUES({0})", self.quote_ident(n)))
+                        .collect(),
+                    Some(g) => {
+                        // MySQL assigns left to right: the guard column goes
+                        // last so every condition sees its stored value.
+                        let gq = self.quote_ident(g);
+                        let newer = format!("({gq} IS NULL OR {gq} < VALUES({gq}))");
+                        let mut ordered: Vec<&String> =
+                            others.iter().copied().filter(|n| *n != g).collect();
+                        if others.iter().any(|n| *n == g) {
+                            ordered.push(others.iter().find(|n| **n == g).expect("found"));
+                        }
+                        ordered
+                            .iter()
+                            .map(|n| {
+                                let c = self.quote_ident(n);
+                                format!("{c} = IF({newer}, VALUES({c}), {c})")
+                            })
+                            .collect()
+                    }
+                };
+                format!(" ON DUPLICATE KEY UPDATE {}", sets.join(", "))
+            }
+            Dialect::Postgres => unreachable!(),
+        }
+    }
+
+    /// PostgreSQL: one statement per batch whatever its size, one array
+    /// parameter per column (`arrays` are their element types: int8,
+    /// float8, bool or text), each value cast to its column's type.
+    pub fn unnest_write(
+        self,
+        shape: &Shape<'_>,
+        mode: WriteMode,
+        arrays: &[&str],
+        casts: &[&str],
+    ) -> String {
+        assert_eq!(self, Dialect::Postgres);
+        let table = self.quote_table(shape.table);
+        let cols = self.quoted(shape.names);
+        let source = unnest_source(&cols, arrays, casts);
+        let others: Vec<&String> = shape
+            .names
+            .iter()
+            .filter(|n| !shape.pk.contains(n))
+            .collect();
+        let target = format!("\"{TARGET}\"");
+        match mode {
+            WriteMode::Insert | WriteMode::Upsert => {
+                let mut sql = format!(
+                    "INSERT INTO {table} AS {target} ({}) SELECT {} FROM ({source}) AS u",
+                    cols.join(", "),
+                    cols.iter()
+                        .map(|c| format!("u.{c}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+                if mode == WriteMode::Upsert {
+                    let conflict = self.quoted(shape.pk).join(", ");
+                    if others.is_empty() {
+                        sql.push_str(&format!(" ON CONFLICT ({conflict}) DO NOTHING"));
+                    } else {
+                        let sets: Vec<String> = others
+                            .iter()
+                            .map(|n| format!("{0} = EXCLUDED.{0}", self.quote_ident(n)))
+                            .collect();
+                        sql.push_str(&format!(
+                            " ON CONFLICT ({conflict}) DO UPDATE SET {}",
+                            sets.join(", ")
+                        ));
+                        if let Some(g) = shape.guard {
+                            sql.push_str(&format!(
+                                " WHERE {}",
+                                self.guard_condition(g, &target, "EXCLUDED")
+                            ));
+                        }
+                    }
                 }
-                _ => sluice_sdk::ErrorKind::Fatal,
+                sql
+            }
+            WriteMode::Update => {
+                let sets: Vec<String> = others
+                    .iter()
+                    .map(|n| format!("{0} = u.{0}", self.quote_ident(n)))
+                    .collect();
+                let mut cond: Vec<String> = shape
+                    .pk
+                    .iter()
+                    .map(|k| format!("{target}.{0} = u.{0}", self.quote_ident(k)))
+                    .collect();
+                if let Some(g) = shape.guard {
+                    cond.push(self.guard_condition(g, &target, "u"));
+                }
+                format!(
+                    "UPDATE {table} AS {target} SET {} FROM ({source}) AS u WHERE {}",
+                    sets.join(", "),
+                    cond.join(" AND ")
+                )
             }
         }
-        sqlx::Error::Io(_)
-        | sqlx::Error::Tls(_)
-        | sqlx::Error::Protocol(_)
-        | sqlx::Error::PoolTimedOut
-        | sqlx::Error::PoolClosed
-        | sqlx::Error::WorkerCrashed => sluice_sdk::ErrorKind::Retriable,
-        _ => sluice_sdk::ErrorKind::Fatal,
-    };
-    let class = match (kind, &e) {
-        (sluice_sdk::ErrorKind::Data, sqlx::Error::Database(db))
-            if db.code().is_some_and(|c| c.starts_with("22")) =>
-        {
-            "InvalidValue"
+    }
+
+    /// Deletes the rows with the given keys (`rows` keys of `pk.len()`
+    /// values; PostgreSQL takes one array per key column instead).
+    pub fn delete(
+        self,
+        table: &str,
+        pk: &[String],
+        rows: usize,
+        pg_arrays: &[&str],
+        pg_casts: &[&str],
+    ) -> String {
+        let t = self.quote_table(table);
+        let keys = self.quoted(pk);
+        match self {
+            Dialect::Postgres => {
+                let source = unnest_source(&keys, pg_arrays, pg_casts);
+                let target = format!("\"{TARGET}\"");
+                let cond: Vec<String> = keys.iter().map(|k| format!("{target}.{k} = u.{k}")).collect();
+                format!(
+                    "DELETE FROM {t} AS {target} USING ({source}) AS u WHERE {}",
+                    cond.join(" AND ")
+                )
+            }
+            Dialect::Sqlite | Dialect::MySql => {
+                if keys.len() == 1 {
+                    let params: Vec<String> = (1..=rows).map(|n| self.param(n)).collect();
+                    format!("DELETE FROM {t} WHERE {} IN ({})", keys[0], params.join(", "))
+                } else {
+                    let list = if self == Dialect::Sqlite {
+                        format!("VALUES {}", self.value_rows(keys.len(), rows))
+                    } else {
+                        self.value_rows(keys.len(), rows)
+                    };
+                    format!("DELETE FROM {t} WHERE ({}) IN ({list})", keys.join(", "))
+                }
+            }
         }
-        (sluice_sdk::ErrorKind::Data, _) => "ConstraintViolation",
-        (sluice_sdk::ErrorKind::Retriable, _) => "DatabaseUnavailable",
-        (sluice_sdk::ErrorKind::Fatal, _) => "DatabaseError",
-    };
-    ConnectError::new(kind, context)
-        .with_class(class)
-        .with_source(e)
+    }
+
+    /// The exactly-once offsets table.
+    pub fn create_offsets_table(self, table: &str) -> String {
+        let q = |n: &str| self.quote_ident(n);
+        format!(
+            "CREATE TABLE IF NOT EXISTS {} ({} VARCHAR(255) NOT NULL, {} VARCHAR(255) NOT NULL, {} INTEGER NOT NULL, {} BIGINT NOT NULL, PRIMARY KEY ({}, {}, {}))",
+            self.quote_table(table),
+            q("connector"),
+            q("topic"),
+            q("partition"),
+            q("offset"),
+            q("connector"),
+            q("topic"),
+            q("partition"),
+        )
+    }
+
+    /// Upserts `rows` offsets, bound as (connector, topic, partition, offset).
+    pub fn store_offsets(self, table: &str, rows: usize) -> String {
+        let q = |n: &str| self.quote_ident(n);
+        let mut sql = format!(
+            "INSERT INTO {} ({}, {}, {}, {}) VALUES {}",
+            self.quote_table(table),
+            q("connector"),
+            q("topic"),
+            q("partition"),
+            q("offset"),
+            self.value_rows(4, rows)
+        );
+        match self {
+            Dialect::MySql => sql.push_str(&format!(
+                " ON DUPLICATE KEY UPDATE {0} = VALUES({0})",
+                q("offset")
+            )),
+            Dialect::Sqlite | Dialect::Postgres => sql.push_str(&format!(
+                " ON CONFLICT ({}, {}, {}) DO UPDATE SET {3} = excluded.{3}",
+                q("connector"),
+                q("topic"),
+                q("partition"),
+                q("offset")
+            )),
+        }
+        sql
+    }
+
+    /// Every offset of a connector, bound as (connector).
+    pub fn load_offsets(self, table: &str) -> String {
+        let q = |n: &str| self.quote_ident(n);
+        format!(
+            "SELECT {}, {}, {} FROM {} WHERE {} = {}",
+            q("topic"),
+            q("partition"),
+            q("offset"),
+            self.quote_table(table),
+            q("connector"),
+            self.param(1)
+        )
+    }
+
+    /// Forgets one partition's offset, bound as (connector, topic, partition).
+    pub fn delete_offset(self, table: &str) -> String {
+        let q = |n: &str| self.quote_ident(n);
+        format!(
+            "DELETE FROM {} WHERE {} = {} AND {} = {} AND {} = {}",
+            self.quote_table(table),
+            q("connector"),
+            self.param(1),
+            q("topic"),
+            self.param(2),
+            q("partition"),
+            self.param(3)
+        )
+    }
+}
+
+/// `SELECT (x.c1)::numeric AS "amount", ... FROM UNNEST($1::float8[], ...) AS x(c1, ...)`
+fn unnest_source(cols: &[String], arrays: &[&str], casts: &[&str]) -> String {
+    let selected: Vec<String> = cols
+        .iter()
+        .enumerate()
+        .map(|(i, c)| format!("(x.c{})::{} AS {c}", i + 1, casts[i]))
+        .collect();
+    let params: Vec<String> = arrays
+        .iter()
+        .enumerate()
+        .map(|(i, a)| format!("${}::{a}[]", i + 1))
+        .collect();
+    let aliases: Vec<String> = (1..=cols.len()).map(|i| format!("c{i}")).collect();
+    format!(
+        "SELECT {} FROM UNNEST({}) AS x({})",
+        selected.join(", "),
+        params.join(", "),
+        aliases.join(", ")
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn urls() {
-        assert_eq!(
-            Database::from_url("jdbc:sqlite:q.db").unwrap(),
-            Target::Sqlite("q.db".into())
-        );
-        assert_eq!(
-            Database::from_url("sqlite:///tmp/q.db").unwrap(),
-            Target::Sqlite("/tmp/q.db".into())
-        );
-        assert_eq!(
-            Database::from_url("jdbc:postgresql://db:5432/w").unwrap(),
-            Target::Postgres("postgres://db:5432/w".into())
-        );
-        let err = Database::from_url("jdbc:oracle:thin:@x").unwrap_err();
-        assert_eq!(err.key.as_deref(), Some("connection.url"));
+    fn names(n: &[&str]) -> Vec<String> {
+        n.iter().map(|s| s.to_string()).collect()
     }
 
     #[test]
-    fn upsert_sql_quotes_identifiers() {
-        let names = vec!["id".to_string(), "Amount".to_string()];
-        let sql = insert_sql("order", &names, None, &["id".into()], true, 2);
+    fn sqlite_upsert_with_guard_and_quoting() {
+        let cols = names(&["id", "Amount", "updated_at"]);
+        let pk = names(&["id"]);
+        let shape = Shape {
+            table: "order",
+            names: &cols,
+            pk: &pk,
+            guard: Some("updated_at"),
+        };
         assert_eq!(
-            sql,
-            "INSERT INTO \"order\" (\"id\", \"Amount\") VALUES (?1, ?2), (?3, ?4) \
-             ON CONFLICT (\"id\") DO UPDATE SET \"Amount\" = excluded.\"Amount\""
+            Dialect::Sqlite.values_write(&shape, WriteMode::Upsert, 2),
+            "INSERT INTO \"order\" (\"id\", \"Amount\", \"updated_at\") VALUES (?1, ?2, ?3), (?4, ?5, ?6) \
+             ON CONFLICT (\"id\") DO UPDATE SET \"Amount\" = excluded.\"Amount\", \"updated_at\" = excluded.\"updated_at\" \
+             WHERE (\"order\".\"updated_at\" IS NULL OR \"order\".\"updated_at\" < excluded.\"updated_at\")"
         );
-        let sql = insert_sql("s.t", &names, Some(&["bigint", "numeric"]), &[], false, 1);
+    }
+
+    #[test]
+    fn mysql_guard_assigns_the_guard_column_last() {
+        let cols = names(&["id", "updated_at", "v"]);
+        let pk = names(&["id"]);
+        let shape = Shape {
+            table: "t",
+            names: &cols,
+            pk: &pk,
+            guard: Some("updated_at"),
+        };
+        let sql = Dialect::MySql.values_write(&shape, WriteMode::Upsert, 1);
+        let v = sql.find("`v` = IF(").unwrap();
+        let g = sql.find("`updated_at` = IF(").unwrap();
+        assert!(v < g, "{sql}");
+        assert!(sql.starts_with("INSERT INTO `t` (`id`, `updated_at`, `v`) VALUES (?, ?, ?) ON DUPLICATE KEY UPDATE"));
+    }
+
+    #[test]
+    fn postgres_unnest_casts_each_column() {
+        let cols = names(&["id", "amount"]);
+        let pk = names(&["id"]);
+        let shape = Shape {
+            table: "s.Orders",
+            names: &cols,
+            pk: &pk,
+            guard: None,
+        };
         assert_eq!(
-            sql,
-            "INSERT INTO \"s\".\"t\" (\"id\", \"Amount\") VALUES ($1::bigint, $2::numeric)"
+            Dialect::Postgres.unnest_write(&shape, WriteMode::Upsert, &["int8", "float8"], &["bigint", "numeric(10,2)"]),
+            "INSERT INTO \"s\".\"Orders\" AS \"sluice_t\" (\"id\", \"amount\") SELECT u.\"id\", u.\"amount\" FROM \
+             (SELECT (x.c1)::bigint AS \"id\", (x.c2)::numeric(10,2) AS \"amount\" FROM UNNEST($1::int8[], $2::float8[]) AS x(c1, c2)) AS u \
+             ON CONFLICT (\"id\") DO UPDATE SET \"amount\" = EXCLUDED.\"amount\""
+        );
+    }
+
+    #[test]
+    fn deletes_by_single_and_composite_keys() {
+        assert_eq!(
+            Dialect::Sqlite.delete("t", &names(&["id"]), 2, &[], &[]),
+            "DELETE FROM \"t\" WHERE \"id\" IN (?1, ?2)"
+        );
+        assert_eq!(
+            Dialect::MySql.delete("t", &names(&["a", "b"]), 2, &[], &[]),
+            "DELETE FROM `t` WHERE (`a`, `b`) IN ((?, ?), (?, ?))"
         );
     }
 }

@@ -1,26 +1,27 @@
-//! `jdbc-sink`: writes JSON records into SQL tables with Confluent's JDBC sink
-//! keys, idempotently (`insert.mode=upsert`), one multi-row statement per
-//! chunk and one transaction per batch.
+//! `jdbc-sink`: writes JSON records into SQL tables with Confluent's JDBC
+//! sink keys. Idempotent with `insert.mode=upsert`, guarded against stale
+//! replays with `upsert.guard.column`, one batched statement per table per
+//! batch, and exactly-once by storing the consumed offsets in the same
+//! database transaction as the rows.
 //!
-//! Supported databases: SQLite (the embedded default) and PostgreSQL.
+//! Databases: SQLite (the embedded default), PostgreSQL, MySQL and MariaDB.
 
+mod db;
 mod dialect;
 mod value;
 
-use std::collections::HashMap;
-use std::time::Duration;
+use std::collections::{BTreeMap, HashMap};
 
 use async_trait::async_trait;
 use serde::Deserialize;
 use sluice_sdk::config::from_string_map;
 use sluice_sdk::{
-    ConfigError, ConfigMap, ConnectError, ConnectorType, PluginInfo, Record, SinkConnector,
-    SinkTask, TaskContext,
+    ConfigError, ConfigMap, ConnectError, ConnectorType, PartitionOffset, PluginInfo, Record,
+    SinkConnector, SinkTask, TaskContext,
 };
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions};
 
-pub use dialect::{Column, Database, classify_sqlx_error};
+pub use db::{Column, Pool, Target, classify, redact_url};
+pub use dialect::{Dialect, WriteMode};
 use value::{ColumnKind, SqlValue};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -28,6 +29,7 @@ use value::{ColumnKind, SqlValue};
 pub enum InsertMode {
     Insert,
     Upsert,
+    Update,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -39,12 +41,15 @@ pub enum PkMode {
     RecordValue,
 }
 
-/// Keys of the `jdbc-sink` connector (Confluent JDBC sink names).
+/// Keys of the `jdbc-sink` connector (Confluent JDBC sink names, plus
+/// Sluice's `upsert.guard.column`, `auto.create.column.<name>.type`,
+/// `offsets.table.name` and `connection.pool.size`).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct JdbcSinkConfig {
-    /// `jdbc:sqlite:PATH`, `sqlite://PATH`, `jdbc:postgresql://HOST:PORT/DB`
-    /// or `postgres://...`.
+    /// `jdbc:sqlite:PATH`, `jdbc:postgresql://HOST:PORT/DB`,
+    /// `jdbc:mysql://HOST:PORT/DB` (or `jdbc:mariadb:`), or the same
+    /// without `jdbc:`.
     #[serde(rename = "connection.url")]
     pub connection_url: String,
     #[serde(rename = "connection.user", default)]
@@ -65,9 +70,25 @@ pub struct JdbcSinkConfig {
     pub fields_whitelist: Vec<String>,
     #[serde(rename = "auto.create", default)]
     pub auto_create: bool,
-    /// Most rows per statement (the batch from Kafka may be larger).
+    #[serde(rename = "auto.evolve", default)]
+    pub auto_evolve: bool,
+    #[serde(rename = "delete.enabled", default)]
+    pub delete_enabled: bool,
+    /// Write a row only if this column's incoming value is newer than the
+    /// stored one, so an old replay never overwrites newer data.
+    #[serde(rename = "upsert.guard.column", default)]
+    pub guard_column: Option<String>,
+    /// Where exactly-once tasks keep their offsets.
+    #[serde(rename = "offsets.table.name", default = "default_offsets_table")]
+    pub offsets_table: String,
+    /// Most rows per SQL statement on SQLite and MySQL (PostgreSQL writes
+    /// a batch in one statement).
     #[serde(rename = "batch.size", default = "default_batch_size")]
     pub batch_size: usize,
+    /// `auto.create.column.<name>.type`: declared types for created or
+    /// added columns, instead of inferring them from JSON values.
+    #[serde(skip)]
+    pub column_types: BTreeMap<String, String>,
 }
 
 fn default_pool_size() -> u32 {
@@ -85,13 +106,39 @@ fn default_pk_mode() -> PkMode {
 fn default_batch_size() -> usize {
     3000
 }
+fn default_offsets_table() -> String {
+    "sluice_offsets".into()
+}
 
 const KAFKA_PK_FIELDS: [&str; 3] = ["__connect_topic", "__connect_partition", "__connect_offset"];
+const COLUMN_TYPE_PREFIX: &str = "auto.create.column.";
 
 impl JdbcSinkConfig {
     pub fn parse(config: &ConfigMap) -> Result<Self, ConfigError> {
-        let mut cfg: Self = from_string_map(config)?;
-        Database::from_url(&cfg.connection_url)?;
+        let mut column_types = BTreeMap::new();
+        let mut rest = ConfigMap::new();
+        for (k, v) in config {
+            match k
+                .strip_prefix(COLUMN_TYPE_PREFIX)
+                .and_then(|c| c.strip_suffix(".type"))
+            {
+                Some(column) if !column.is_empty() => {
+                    if v.trim().is_empty() || v.contains(';') {
+                        return Err(ConfigError::new(
+                            k.as_str(),
+                            "must be a column type such as NUMERIC(12,2) or TIMESTAMPTZ",
+                        ));
+                    }
+                    column_types.insert(column.to_string(), v.trim().to_string());
+                }
+                _ => {
+                    rest.insert(k.clone(), v.clone());
+                }
+            }
+        }
+        let mut cfg: Self = from_string_map(&rest)?;
+        cfg.column_types = column_types;
+        Target::parse(&cfg.connection_url)?;
         if cfg.batch_size == 0 {
             return Err(ConfigError::new("batch.size", "must be at least 1"));
         }
@@ -102,10 +149,10 @@ impl JdbcSinkConfig {
             ));
         }
         match cfg.pk_mode {
-            PkMode::None if cfg.insert_mode == InsertMode::Upsert => {
+            PkMode::None if cfg.insert_mode != InsertMode::Insert => {
                 return Err(ConfigError::new(
                     "pk.mode",
-                    "insert.mode=upsert needs a primary key: set pk.mode to record_key, record_value or kafka",
+                    "insert.mode=upsert and insert.mode=update need a primary key: set pk.mode to record_key, record_value or kafka",
                 ));
             }
             PkMode::None if !cfg.pk_fields.is_empty() => {
@@ -132,8 +179,37 @@ impl JdbcSinkConfig {
             }
             _ => {}
         }
+        if cfg.delete_enabled && cfg.pk_mode != PkMode::RecordKey {
+            return Err(ConfigError::new(
+                "delete.enabled",
+                "deletes find the row by the record's key: set pk.mode=record_key",
+            ));
+        }
+        if let Some(guard) = &cfg.guard_column {
+            if guard.trim().is_empty() {
+                return Err(ConfigError::new(
+                    "upsert.guard.column",
+                    "must name a column",
+                ));
+            }
+            if cfg.insert_mode == InsertMode::Insert {
+                return Err(ConfigError::new(
+                    "upsert.guard.column",
+                    "guards updates of existing rows: set insert.mode to upsert or update",
+                ));
+            }
+            if cfg.pk_fields.contains(guard) {
+                return Err(ConfigError::new(
+                    "upsert.guard.column",
+                    "cannot be a primary-key column",
+                ));
+            }
+        }
         if cfg.table_name_format.trim().is_empty() {
             return Err(ConfigError::new("table.name.format", "must not be empty"));
+        }
+        if cfg.offsets_table.trim().is_empty() {
+            return Err(ConfigError::new("offsets.table.name", "must not be empty"));
         }
         Ok(cfg)
     }
@@ -141,10 +217,29 @@ impl JdbcSinkConfig {
     fn table_for(&self, topic: &str) -> String {
         self.table_name_format.replace("${topic}", topic)
     }
+
+    fn write_mode(&self) -> WriteMode {
+        match self.insert_mode {
+            InsertMode::Insert => WriteMode::Insert,
+            InsertMode::Upsert => WriteMode::Upsert,
+            InsertMode::Update => WriteMode::Update,
+        }
+    }
+
+    async fn connect(&self) -> Result<Pool, ConnectError> {
+        Pool::connect(
+            &self.connection_url,
+            self.connection_user.as_deref(),
+            self.connection_password.as_deref(),
+            self.pool_size,
+        )
+        .await
+    }
 }
 
 pub struct JdbcSinkConnector;
 
+#[async_trait]
 impl SinkConnector for JdbcSinkConnector {
     fn info(&self) -> PluginInfo {
         PluginInfo {
@@ -156,28 +251,37 @@ impl SinkConnector for JdbcSinkConnector {
             ],
             kind: ConnectorType::Sink,
             version: env!("CARGO_PKG_VERSION"),
-            description: "Writes records into SQLite or PostgreSQL tables, idempotently with insert.mode=upsert",
+            description: "Writes records into SQLite, PostgreSQL, MySQL or MariaDB tables: idempotent upserts, deletes, exactly-once with offsets in the same transaction",
         }
     }
 
     fn config_definition(&self) -> serde_json::Value {
         serde_json::json!([
-            {"name": "connection.url", "type": "STRING", "required": true, "default_value": null, "documentation": "jdbc:sqlite:PATH, sqlite://PATH, jdbc:postgresql://HOST:PORT/DB or postgres://..."},
+            {"name": "connection.url", "type": "STRING", "required": true, "default_value": null, "documentation": "jdbc:sqlite:PATH, jdbc:postgresql://HOST:PORT/DB, jdbc:mysql://HOST:PORT/DB or jdbc:mariadb://HOST:PORT/DB (jdbc: is optional)"},
             {"name": "connection.user", "type": "STRING", "required": false, "default_value": null, "documentation": "Database user"},
             {"name": "connection.password", "type": "PASSWORD", "required": false, "default_value": null, "documentation": "Database password (never shown back)"},
             {"name": "connection.pool.size", "type": "INT", "required": false, "default_value": "4", "documentation": "Connections per task"},
             {"name": "table.name.format", "type": "STRING", "required": false, "default_value": "${topic}", "documentation": "Table name; ${topic} is replaced by the record's topic"},
-            {"name": "insert.mode", "type": "STRING", "required": false, "default_value": "insert", "documentation": "insert or upsert"},
+            {"name": "insert.mode", "type": "STRING", "required": false, "default_value": "insert", "documentation": "insert, upsert (insert or update by key) or update (existing rows only)"},
             {"name": "pk.mode", "type": "STRING", "required": false, "default_value": "none", "documentation": "none, kafka, record_key or record_value"},
             {"name": "pk.fields", "type": "LIST", "required": false, "default_value": "", "documentation": "Primary-key fields"},
             {"name": "fields.whitelist", "type": "LIST", "required": false, "default_value": "", "documentation": "Only these value fields become columns"},
-            {"name": "auto.create", "type": "BOOLEAN", "required": false, "default_value": "false", "documentation": "Create missing tables from the first record"},
-            {"name": "batch.size", "type": "INT", "required": false, "default_value": "3000", "documentation": "Most rows per SQL statement"},
+            {"name": "auto.create", "type": "BOOLEAN", "required": false, "default_value": "false", "documentation": "Create missing tables from the batch's fields"},
+            {"name": "auto.evolve", "type": "BOOLEAN", "required": false, "default_value": "false", "documentation": "Add missing columns (nullable) for new fields"},
+            {"name": "auto.create.column.<name>.type", "type": "STRING", "required": false, "default_value": null, "documentation": "Declared type of a created or added column, instead of the type inferred from JSON"},
+            {"name": "delete.enabled", "type": "BOOLEAN", "required": false, "default_value": "false", "documentation": "A tombstone (null value) deletes the row with the record's key; needs pk.mode=record_key"},
+            {"name": "upsert.guard.column", "type": "STRING", "required": false, "default_value": null, "documentation": "Update a row only when this column's incoming value is greater than the stored one"},
+            {"name": "offsets.table.name", "type": "STRING", "required": false, "default_value": "sluice_offsets", "documentation": "Table for offsets stored with the rows (delivery.guarantee=exactly-once)"},
+            {"name": "batch.size", "type": "INT", "required": false, "default_value": "3000", "documentation": "Most rows per SQL statement on SQLite and MySQL"},
         ])
     }
 
     fn validate(&self, config: &ConfigMap) -> Result<(), ConfigError> {
         JdbcSinkConfig::parse(config).map(|_| ())
+    }
+
+    fn supports_exactly_once(&self, _config: &ConfigMap) -> bool {
+        true
     }
 
     fn create_task(
@@ -189,9 +293,55 @@ impl SinkConnector for JdbcSinkConnector {
         Ok(Box::new(JdbcSinkTask {
             cfg,
             context,
-            db: None,
+            pool: None,
             tables: HashMap::new(),
+            tx: TxState::Idle,
+            offsets_table_ready: false,
         }))
+    }
+
+    /// Exactly-once tasks resume from the offsets table, so a reset or an
+    /// alteration must change it too (when it exists).
+    async fn alter_offsets(
+        &self,
+        config: &ConfigMap,
+        connector: &str,
+        offsets: &[(String, i32, Option<i64>)],
+    ) -> Result<bool, ConnectError> {
+        let mut cfg =
+            JdbcSinkConfig::parse(config).map_err(|e| ConnectError::fatal(e.to_string()))?;
+        cfg.pool_size = 1;
+        let pool = cfg.connect().await?;
+        let result = async {
+            let mut tx = pool.begin().await?;
+            if tx.conn().describe(&cfg.offsets_table).await?.is_empty() {
+                return Ok(false);
+            }
+            for (topic, partition, offset) in offsets {
+                match offset {
+                    Some(o) => {
+                        tx.conn()
+                            .store_offsets(
+                                &cfg.offsets_table,
+                                connector,
+                                &[(topic.clone(), *partition, *o)],
+                            )
+                            .await?
+                    }
+                    None => {
+                        tx.conn()
+                            .delete_offset(&cfg.offsets_table, connector, topic, *partition)
+                            .await?
+                    }
+                }
+            }
+            tx.commit().await?;
+            Ok(true)
+        }
+        .await
+        .map_err(|e| classify(format!("changing offsets in `{}`", cfg.offsets_table), e));
+        pool.close().await;
+        result
     }
 }
 
@@ -207,11 +357,25 @@ impl TableInfo {
     }
 }
 
+/// The exactly-once transaction between `begin` and `commit`/`rollback`.
+enum TxState {
+    /// No transaction: each `put` commits by itself (at-least-once).
+    Idle,
+    /// `begin` was called; the database transaction starts at the first
+    /// statement (so MySQL's DDL, which commits implicitly, runs before).
+    Open(Option<db::Tx>),
+    /// The connection failed inside the transaction: everything of it is
+    /// lost, and the runtime must redo it from `begin`.
+    Broken,
+}
+
 struct JdbcSinkTask {
     cfg: JdbcSinkConfig,
     context: TaskContext,
-    db: Option<Database>,
+    pool: Option<Pool>,
     tables: HashMap<String, TableInfo>,
+    tx: TxState,
+    offsets_table_ready: bool,
 }
 
 /// One record turned into named column values.
@@ -220,10 +384,96 @@ struct Row {
     /// Names of the primary-key columns, in key order.
     pk_names: Vec<String>,
     pk: Vec<SqlValue>,
+    /// The guard column's value, when `upsert.guard.column` is set.
+    guard: Option<SqlValue>,
+}
+
+/// What one record asks of its table.
+enum Op {
+    Write(Row),
+    /// A tombstone with `delete.enabled`: the key's columns and values.
+    Delete(Vec<String>, Vec<SqlValue>),
+}
+
+impl Op {
+    fn key(&self) -> String {
+        match self {
+            Op::Write(r) => format!("{:?}", r.pk),
+            Op::Delete(_, pk) => format!("{pk:?}"),
+        }
+    }
+}
+
+/// Consecutive operations of one kind, run as batched statements.
+enum Phase {
+    Write(Vec<Row>),
+    Delete(Vec<String>, Vec<Vec<SqlValue>>),
 }
 
 impl JdbcSinkTask {
-    fn row_from(&self, record: &Record) -> Result<Row, ConnectError> {
+    /// The key's columns, for `pk.mode=record_key`.
+    fn key_columns(&self, record: &Record) -> Result<Vec<(String, SqlValue)>, ConnectError> {
+        let key = record.key_json().map_err(|e| {
+            ConnectError::data(format!("key of {} is not JSON: {e}", record.coordinates()))
+                .with_class("MalformedJson")
+        })?;
+        match key {
+            serde_json::Value::Object(k) => {
+                let names: Vec<String> = if self.cfg.pk_fields.is_empty() {
+                    k.keys().cloned().collect()
+                } else {
+                    self.cfg.pk_fields.clone()
+                };
+                names
+                    .into_iter()
+                    .map(|name| {
+                        let v = k.get(&name).ok_or_else(|| {
+                            ConnectError::data(format!(
+                                "key of {} has no field `{name}` named in pk.fields",
+                                record.coordinates()
+                            ))
+                            .with_class("MissingPrimaryKey")
+                        })?;
+                        Ok((name, SqlValue::from_json(v)))
+                    })
+                    .collect()
+            }
+            serde_json::Value::Null => Err(ConnectError::data(format!(
+                "record {} has no key but pk.mode=record_key",
+                record.coordinates()
+            ))
+            .with_class("MissingPrimaryKey")),
+            primitive => {
+                let name = self.cfg.pk_fields.first().cloned().ok_or_else(|| {
+                    ConnectError::fatal(
+                        "pk.mode=record_key with a primitive key needs pk.fields to name its column",
+                    )
+                })?;
+                Ok(vec![(name, SqlValue::from_json(&primitive))])
+            }
+        }
+    }
+
+    fn op_from(&self, record: &Record) -> Result<Op, ConnectError> {
+        if record.value.is_none() {
+            if self.cfg.delete_enabled {
+                let key = self.key_columns(record)?;
+                if key.iter().any(|(_, v)| *v == SqlValue::Null) {
+                    return Err(ConnectError::data(format!(
+                        "tombstone {} has a null key field; no row to delete",
+                        record.coordinates()
+                    ))
+                    .with_class("MissingPrimaryKey"));
+                }
+                let (names, values) = key.into_iter().unzip();
+                return Ok(Op::Delete(names, values));
+            }
+            return Err(ConnectError::data(format!(
+                "record {} is a tombstone (null value); set delete.enabled=true (with pk.mode=record_key) to delete rows",
+                record.coordinates()
+            ))
+            .with_class("Tombstone"));
+        }
         let value = record.value_json().map_err(|e| {
             ConnectError::data(format!(
                 "value of {} is not JSON: {e}",
@@ -233,12 +483,9 @@ impl JdbcSinkTask {
         })?;
         let object = match value {
             serde_json::Value::Object(o) => o,
-            serde_json::Value::Null => {
-                return Err(ConnectError::data(format!(
-                    "record {} is a tombstone (null value); deletes are not enabled for this sink",
-                    record.coordinates()
-                ))
-                .with_class("Tombstone"));
+            serde_json::Value::Null if self.cfg.delete_enabled => {
+                let (names, values) = self.key_columns(record)?.into_iter().unzip();
+                return Ok(Op::Delete(names, values));
             }
             other => {
                 return Err(ConnectError::data(format!(
@@ -254,9 +501,6 @@ impl JdbcSinkTask {
             PkMode::None => Vec::new(),
             _ => self.cfg.pk_fields.clone(),
         };
-        let whitelisted = |f: &str| {
-            self.cfg.fields_whitelist.is_empty() || self.cfg.fields_whitelist.iter().any(|w| w == f)
-        };
         match self.cfg.pk_mode {
             PkMode::Kafka => {
                 columns.push((
@@ -270,56 +514,30 @@ impl JdbcSinkTask {
                 columns.push((self.cfg.pk_fields[2].clone(), SqlValue::Int(record.offset)));
             }
             PkMode::RecordKey => {
-                let key = record.key_json().map_err(|e| {
-                    ConnectError::data(format!("key of {} is not JSON: {e}", record.coordinates()))
-                })?;
-                match key {
-                    serde_json::Value::Object(k) => {
-                        if pk_names.is_empty() {
-                            pk_names = k.keys().cloned().collect();
-                        }
-                        for name in pk_names.clone() {
-                            let v = k.get(&name).ok_or_else(|| {
-                                ConnectError::data(format!(
-                                    "key of {} has no field `{name}` named in pk.fields",
-                                    record.coordinates()
-                                ))
-                            })?;
-                            columns.push((name, SqlValue::from_json(v)));
-                        }
-                    }
-                    serde_json::Value::Null => {
-                        return Err(ConnectError::data(format!(
-                            "record {} has no key but pk.mode=record_key",
-                            record.coordinates()
-                        )));
-                    }
-                    primitive => {
-                        let name = self.cfg.pk_fields.first().cloned().ok_or_else(|| {
-                            ConnectError::fatal(
-                                "pk.mode=record_key with a primitive key needs pk.fields to name its column",
-                            )
-                        })?;
-                        pk_names = vec![name.clone()];
-                        columns.push((name, SqlValue::from_json(&primitive)));
-                    }
-                }
+                let key = self.key_columns(record)?;
+                pk_names = key.iter().map(|(n, _)| n.clone()).collect();
+                columns.extend(key);
             }
             PkMode::None | PkMode::RecordValue => {}
         }
+        let whitelisted = |f: &str| {
+            self.cfg.fields_whitelist.is_empty() || self.cfg.fields_whitelist.iter().any(|w| w == f)
+        };
         for (field, v) in &object {
             if !whitelisted(field) || columns.iter().any(|(c, _)| c == field) {
                 continue;
             }
             columns.push((field.clone(), SqlValue::from_json(v)));
         }
-        let mut pk = Vec::with_capacity(pk_names.len());
-        for name in &pk_names {
-            let v = columns
+        let value_of = |name: &str| {
+            columns
                 .iter()
                 .find(|(c, _)| c == name)
-                .map(|(_, v)| v.clone());
-            match v {
+                .map(|(_, v)| v.clone())
+        };
+        let mut pk = Vec::with_capacity(pk_names.len());
+        for name in &pk_names {
+            match value_of(name) {
                 Some(SqlValue::Null) | None => {
                     return Err(ConnectError::data(format!(
                         "record {} has no value for primary-key field `{name}`",
@@ -330,182 +548,552 @@ impl JdbcSinkTask {
                 Some(v) => pk.push(v),
             }
         }
-        Ok(Row {
+        let guard = match &self.cfg.guard_column {
+            None => None,
+            Some(g) => match value_of(g) {
+                Some(SqlValue::Null) | None => {
+                    return Err(ConnectError::data(format!(
+                        "record {} has no value for `{g}`, the upsert.guard.column: without it the record cannot be ordered against the stored row",
+                        record.coordinates()
+                    ))
+                    .with_class("MissingGuardValue"));
+                }
+                v => v,
+            },
+        };
+        Ok(Op::Write(Row {
             columns,
             pk_names,
             pk,
-        })
+            guard,
+        }))
     }
 
-    async fn db(&mut self) -> Result<&Database, ConnectError> {
-        if self.db.is_none() {
-            let db = connect(&self.cfg).await?;
-            self.db = Some(db);
+    /// Orders a table's operations into phases of batched statements.
+    /// With a key (upsert, update), only the last operation per key counts
+    /// (with a guard: the newest write), so all can run in two statements;
+    /// inserts keep their order.
+    fn phases(&self, ops: Vec<Op>) -> Vec<Phase> {
+        let ops = if self.cfg.insert_mode == InsertMode::Insert {
+            ops
+        } else {
+            let mut winner: HashMap<String, usize> = HashMap::with_capacity(ops.len());
+            for (i, op) in ops.iter().enumerate() {
+                let key = op.key();
+                let replace = match (winner.get(&key).map(|&w| &ops[w]), op) {
+                    (Some(Op::Write(old)), Op::Write(new)) => match (&old.guard, &new.guard) {
+                        (Some(a), Some(b)) => !b.is_older_than(a),
+                        _ => true,
+                    },
+                    _ => true,
+                };
+                if replace {
+                    winner.insert(key, i);
+                }
+            }
+            ops.into_iter()
+                .enumerate()
+                .filter(|(i, op)| winner.get(&op.key()) == Some(i))
+                .map(|(_, op)| op)
+                .collect()
+        };
+        let mut phases: Vec<Phase> = Vec::new();
+        for op in ops {
+            match (phases.last_mut(), op) {
+                (Some(Phase::Write(rows)), Op::Write(row)) => rows.push(row),
+                (Some(Phase::Delete(names, keys)), Op::Delete(n, key)) if *names == n => {
+                    keys.push(key)
+                }
+                (_, Op::Write(row)) => phases.push(Phase::Write(vec![row])),
+                (_, Op::Delete(names, key)) => phases.push(Phase::Delete(names, vec![key])),
+            }
         }
-        Ok(self.db.as_ref().expect("set above"))
+        phases
     }
 
-    /// Looks the table up, creating it if allowed.
-    async fn ensure_table(&mut self, table: &str, sample: &Row) -> Result<TableInfo, ConnectError> {
-        if let Some(info) = self.tables.get(table) {
-            return Ok(info.clone());
+    async fn pool(&mut self) -> Result<&Pool, ConnectError> {
+        if self.pool.is_none() {
+            self.pool = Some(self.cfg.connect().await?);
         }
-        let auto_create = self.cfg.auto_create;
-        let pk_names = sample.pk_names.clone();
-        let db = self.db().await?;
-        let mut columns = db.describe_table(table).await?;
-        if columns.is_empty() {
-            if !auto_create {
+        Ok(self.pool.as_ref().expect("set above"))
+    }
+
+    /// The declared type for a new column.
+    fn new_column_type(&self, dialect: Dialect, name: &str, kind: ColumnKind, key: bool) -> String {
+        self.cfg
+            .column_types
+            .get(name)
+            .cloned()
+            .unwrap_or_else(|| dialect.type_name(kind, key).to_string())
+    }
+
+    /// Makes sure `table` exists with every column the batch writes:
+    /// creating it (`auto.create`) or adding columns (`auto.evolve`).
+    async fn prepare_table(
+        &mut self,
+        conn: &mut db::Conn<'_>,
+        table: &str,
+        phases: &[Phase],
+    ) -> Result<TableInfo, ConnectError> {
+        let dialect = conn.dialect();
+        // Each column the batch writes, with the kind of its first non-null value.
+        let mut wanted: Vec<(String, Option<ColumnKind>)> = Vec::new();
+        let mut pk: Vec<String> = Vec::new();
+        for phase in phases {
+            match phase {
+                Phase::Write(rows) => {
+                    for row in rows {
+                        if pk.is_empty() {
+                            pk = row.pk_names.clone();
+                        }
+                        for (name, v) in &row.columns {
+                            match wanted.iter_mut().find(|(n, _)| n == name) {
+                                Some((_, kind @ None)) => *kind = v.kind(),
+                                Some(_) => {}
+                                None => wanted.push((name.clone(), v.kind())),
+                            }
+                        }
+                    }
+                }
+                Phase::Delete(names, _) => {
+                    if pk.is_empty() {
+                        pk = names.clone();
+                    }
+                }
+            }
+        }
+        let ctx = |what: &str| format!("{what} table `{table}`");
+        let mut info = match self.tables.get(table) {
+            Some(info) => info.clone(),
+            None => TableInfo {
+                columns: conn
+                    .describe(table)
+                    .await
+                    .map_err(|e| classify(ctx("reading the columns of"), e))?,
+            },
+        };
+        if info.columns.is_empty() {
+            if !self.cfg.auto_create {
                 return Err(ConnectError::fatal(format!(
                     "table `{table}` does not exist and auto.create is false; create it or set auto.create=true"
                 )));
             }
-            let defs: Vec<(String, ColumnKind)> = sample
-                .columns
+            let defs: Vec<(String, String)> = wanted
                 .iter()
-                .map(|(c, v)| (c.clone(), v.kind().unwrap_or(ColumnKind::Text)))
+                .map(|(name, kind)| {
+                    let ty = self.new_column_type(
+                        dialect,
+                        name,
+                        kind.unwrap_or(ColumnKind::Text),
+                        pk.contains(name),
+                    );
+                    (name.clone(), ty)
+                })
                 .collect();
-            db.create_table(table, &defs, &pk_names).await?;
+            conn.execute(&dialect.create_table(table, &defs, &pk))
+                .await
+                .map_err(|e| classify(ctx("creating"), e))?;
             tracing::info!(table, columns = defs.len(), "created table (auto.create)");
-            columns = db.describe_table(table).await?;
+            info.columns = conn
+                .describe(table)
+                .await
+                .map_err(|e| classify(ctx("reading the columns of"), e))?;
         }
-        let info = TableInfo { columns };
+        let missing: Vec<&(String, Option<ColumnKind>)> = wanted
+            .iter()
+            .filter(|(n, _)| info.column(n).is_none())
+            .collect();
+        if !missing.is_empty() {
+            if !self.cfg.auto_evolve {
+                let names: Vec<&str> = missing.iter().map(|(n, _)| n.as_str()).collect();
+                return Err(ConnectError::data(format!(
+                    "table `{table}` has no column {} and auto.evolve is false; add the column or set auto.evolve=true",
+                    names
+                        .iter()
+                        .map(|n| format!("`{n}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+                .with_class("UnknownColumn"));
+            }
+            for (name, kind) in missing {
+                let ty =
+                    self.new_column_type(dialect, name, kind.unwrap_or(ColumnKind::Text), false);
+                if let Err(e) = conn.execute(&dialect.add_column(table, name, &ty)).await {
+                    // Another task may have added it meanwhile.
+                    let now = conn
+                        .describe(table)
+                        .await
+                        .map_err(|e| classify(ctx("reading the columns of"), e))?;
+                    if !now.iter().any(|c| c.name == *name) {
+                        return Err(classify(format!("adding column `{name}` to `{table}`"), e));
+                    }
+                } else {
+                    tracing::info!(table, column = %name, sql_type = %ty, "added column (auto.evolve)");
+                }
+            }
+            info.columns = conn
+                .describe(table)
+                .await
+                .map_err(|e| classify(ctx("reading the columns of"), e))?;
+        }
         self.tables.insert(table.to_string(), info.clone());
         Ok(info)
     }
 
-    async fn write_table(&mut self, table: &str, rows: Vec<Row>) -> Result<(), ConnectError> {
-        let info = self.ensure_table(table, &rows[0]).await?;
-        let upsert = self.cfg.insert_mode == InsertMode::Upsert;
-        let rows = if upsert { dedupe_last_wins(rows) } else { rows };
-        // Rows with the same fields share a statement, so a field a record
-        // lacks never touches its column, whatever else is in the batch.
-        let mut groups: Vec<(Vec<String>, Vec<Row>)> = Vec::new();
-        for row in rows {
-            let names: Vec<String> = row.columns.iter().map(|(c, _)| c.clone()).collect();
-            match groups.iter_mut().find(|(n, _)| *n == names) {
-                Some((_, rows)) => rows.push(row),
-                None => groups.push((names, vec![row])),
-            }
-        }
+    /// Runs a table's phases on `conn`.
+    async fn write_table(
+        &self,
+        conn: &mut db::Conn<'_>,
+        table: &str,
+        info: &TableInfo,
+        phases: Vec<Phase>,
+    ) -> Result<(), ConnectError> {
+        let mode = self.cfg.write_mode();
+        let guard = self.cfg.guard_column.as_deref();
         let chunk = self.cfg.batch_size;
-        let mut statements = Vec::with_capacity(groups.len());
-        for (names, rows) in groups {
-            let mut columns = Vec::with_capacity(names.len());
-            for name in &names {
-                let column = info.column(name).ok_or_else(|| {
-                    ConnectError::data(format!(
-                        "table `{table}` has no column `{name}` (auto.evolve is not supported yet)"
-                    ))
-                })?;
-                columns.push(column.clone());
-            }
-            let pk_names = rows[0].pk_names.clone();
-            let mut matrix: Vec<Vec<SqlValue>> = Vec::with_capacity(rows.len());
-            for row in rows {
-                let mut values = Vec::with_capacity(columns.len());
-                for ((name, v), column) in row.columns.into_iter().zip(&columns) {
-                    values.push(v.coerce(column.kind).map_err(|e| {
-                        ConnectError::data(format!("column `{name}` of table `{table}`: {e}"))
-                    })?);
+        let column = |name: &str| {
+            info.column(name).cloned().ok_or_else(|| {
+                ConnectError::data(format!("table `{table}` has no column `{name}`"))
+                    .with_class("UnknownColumn")
+            })
+        };
+        for phase in phases {
+            match phase {
+                Phase::Delete(names, keys) => {
+                    let key_columns = names
+                        .iter()
+                        .map(|n| column(n))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    let keys = keys
+                        .into_iter()
+                        .map(|key| coerce_row(table, &names, key, &key_columns))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    conn.delete(table, &names, &key_columns, &keys, chunk)
+                        .await
+                        .map_err(|e| classify(format!("deleting rows from `{table}`"), e))?;
                 }
-                matrix.push(values);
+                Phase::Write(rows) => {
+                    // Rows with the same fields share a statement, so a field
+                    // a record lacks never touches its column.
+                    let mut groups: Vec<(Vec<String>, Vec<String>, Vec<Vec<SqlValue>>)> =
+                        Vec::new();
+                    for row in rows {
+                        let names: Vec<String> =
+                            row.columns.iter().map(|(c, _)| c.clone()).collect();
+                        let values: Vec<SqlValue> =
+                            row.columns.into_iter().map(|(_, v)| v).collect();
+                        match groups.iter_mut().find(|(n, _, _)| *n == names) {
+                            Some((_, _, rows)) => rows.push(values),
+                            None => groups.push((names, row.pk_names, vec![values])),
+                        }
+                    }
+                    for (names, pk, rows) in groups {
+                        let columns = names
+                            .iter()
+                            .map(|n| column(n))
+                            .collect::<Result<Vec<_>, _>>()?;
+                        let rows = rows
+                            .into_iter()
+                            .map(|values| coerce_row(table, &names, values, &columns))
+                            .collect::<Result<Vec<_>, _>>()?;
+                        let shape = dialect::Shape {
+                            table,
+                            names: &names,
+                            pk: &pk,
+                            guard: guard.filter(|g| names.iter().any(|n| n == g)),
+                        };
+                        let affected = conn
+                            .write(&shape, mode, &columns, &rows, chunk)
+                            .await
+                            .map_err(|e| {
+                                classify(format!("writing {} rows to `{table}`", rows.len()), e)
+                            })?;
+                        if mode == WriteMode::Update && (affected as usize) < rows.len() {
+                            tracing::debug!(
+                                table,
+                                rows = rows.len(),
+                                updated = affected,
+                                "insert.mode=update: rows with no stored match (or an older guard value) were not written"
+                            );
+                        }
+                    }
+                }
             }
-            statements.push(dialect::Statement {
-                names,
-                columns,
-                pk: pk_names,
-                rows: matrix,
-            });
         }
-        let db = self.db().await?;
-        db.write(table, &statements, upsert, chunk).await
+        Ok(())
+    }
+
+    /// Turns records into per-table phases; any bad record fails the put
+    /// (the runtime then isolates it).
+    fn plan(&self, records: &[Record]) -> Result<Vec<(String, Vec<Phase>)>, ConnectError> {
+        let mut by_table: Vec<(String, Vec<Op>)> = Vec::new();
+        for record in records {
+            let op = self.op_from(record)?;
+            let table = self.cfg.table_for(&record.topic);
+            match by_table.iter_mut().find(|(t, _)| *t == table) {
+                Some((_, ops)) => ops.push(op),
+                None => by_table.push((table, vec![op])),
+            }
+        }
+        Ok(by_table
+            .into_iter()
+            .map(|(t, ops)| (t, self.phases(ops)))
+            .collect())
+    }
+
+    /// Prepares and writes every table on `conn`. On MySQL the tables were
+    /// prepared outside the transaction already (its DDL commits).
+    async fn write_all(
+        &mut self,
+        conn: &mut db::Conn<'_>,
+        plan: Vec<(String, Vec<Phase>)>,
+    ) -> Result<(), ConnectError> {
+        for (table, phases) in plan {
+            let info = match (conn.dialect(), self.tables.get(&table)) {
+                (Dialect::MySql, Some(info)) => info.clone(),
+                _ => self.prepare_table(conn, &table, &phases).await?,
+            };
+            self.write_table(conn, &table, &info, phases).await?;
+        }
+        Ok(())
+    }
+
+    async fn ensure_offsets_table(&mut self) -> Result<(), ConnectError> {
+        if self.offsets_table_ready {
+            return Ok(());
+        }
+        let table = self.cfg.offsets_table.clone();
+        let pool = self.pool().await?;
+        let sql = pool.dialect().create_offsets_table(&table);
+        let mut c = pool
+            .acquire()
+            .await
+            .map_err(|e| classify("connecting".into(), e))?;
+        c.conn()
+            .execute(&sql)
+            .await
+            .map_err(|e| classify(format!("creating the offsets table `{table}`"), e))?;
+        self.offsets_table_ready = true;
+        Ok(())
+    }
+
+    async fn put_in_transaction(
+        &mut self,
+        plan: Vec<(String, Vec<Phase>)>,
+    ) -> Result<(), ConnectError> {
+        let tx = match std::mem::replace(&mut self.tx, TxState::Broken) {
+            TxState::Open(Some(tx)) => tx,
+            TxState::Open(None) => self
+                .pool()
+                .await?
+                .begin()
+                .await
+                .map_err(|e| classify("starting a transaction".into(), e))?,
+            TxState::Broken => {
+                return Err(ConnectError::retriable(
+                    "the transaction was lost with its connection; the batch is redone",
+                ));
+            }
+            TxState::Idle => unreachable!("checked by the caller"),
+        };
+        let mut tx = tx;
+        // Each put is atomic within the transaction, so the runtime can
+        // split a batch around a bad record without losing the rest.
+        let lost = |e| {
+            classify("the transaction's connection".into(), e).with_class("DatabaseUnavailable")
+        };
+        if let Err(e) = tx.conn().execute("SAVEPOINT sluice_put").await {
+            return Err(ConnectError::retriable("starting a savepoint").with_source(lost(e)));
+        }
+        let result = self.write_all(&mut tx.conn(), plan).await;
+        let step = match &result {
+            Ok(()) => "RELEASE SAVEPOINT sluice_put",
+            Err(_) => "ROLLBACK TO SAVEPOINT sluice_put",
+        };
+        match tx.conn().execute(step).await {
+            Ok(_) => self.tx = TxState::Open(Some(tx)),
+            Err(e) => {
+                // The state of the transaction is unknown: redo it all.
+                self.tables.clear();
+                let _ = tx.rollback().await;
+                return Err(ConnectError::retriable(format!(
+                    "the transaction was lost ({}); the batch is redone",
+                    result.err().map(|e| e.full_message()).unwrap_or_default()
+                ))
+                .with_source(lost(e)));
+            }
+        }
+        if result.is_err() {
+            // DDL inside the rolled-back savepoint is undone too.
+            self.tables.clear();
+        }
+        result
     }
 }
 
-/// Within one upsert statement a key may appear once: keep the last record
-/// for each key, in its position.
-fn dedupe_last_wins(rows: Vec<Row>) -> Vec<Row> {
-    let mut last: HashMap<String, usize> = HashMap::with_capacity(rows.len());
-    for (i, r) in rows.iter().enumerate() {
-        last.insert(format!("{:?}", r.pk), i);
-    }
-    rows.into_iter()
-        .enumerate()
-        .filter(|(i, r)| last.get(&format!("{:?}", r.pk)) == Some(i))
-        .map(|(_, r)| r)
+fn coerce_row(
+    table: &str,
+    names: &[String],
+    values: Vec<SqlValue>,
+    columns: &[Column],
+) -> Result<Vec<SqlValue>, ConnectError> {
+    values
+        .into_iter()
+        .zip(columns)
+        .zip(names)
+        .map(|((v, column), name)| {
+            v.coerce(column.kind).map_err(|e| {
+                ConnectError::data(format!("column `{name}` of table `{table}`: {e}"))
+                    .with_class("InvalidValue")
+            })
+        })
         .collect()
-}
-
-async fn connect(cfg: &JdbcSinkConfig) -> Result<Database, ConnectError> {
-    let target =
-        Database::from_url(&cfg.connection_url).map_err(|e| ConnectError::fatal(e.to_string()))?;
-    let acquire = Duration::from_secs(10);
-    match target {
-        dialect::Target::Sqlite(path) => {
-            let options = SqliteConnectOptions::new()
-                .filename(&path)
-                .create_if_missing(true)
-                .journal_mode(SqliteJournalMode::Wal)
-                .busy_timeout(Duration::from_secs(10));
-            let pool = SqlitePoolOptions::new()
-                .max_connections(cfg.pool_size)
-                .acquire_timeout(acquire)
-                .connect_with(options)
-                .await
-                .map_err(|e| classify_sqlx_error(format!("opening SQLite database {path}"), e))?;
-            Ok(Database::Sqlite(pool))
-        }
-        dialect::Target::Postgres(url) => {
-            let mut options: PgConnectOptions = url.parse().map_err(|e| {
-                ConnectError::fatal("connection.url is not a valid PostgreSQL URL").with_source(e)
-            })?;
-            if let Some(user) = &cfg.connection_user {
-                options = options.username(user);
-            }
-            if let Some(password) = &cfg.connection_password {
-                options = options.password(password);
-            }
-            let pool = PgPoolOptions::new()
-                .max_connections(cfg.pool_size)
-                .acquire_timeout(acquire)
-                .connect_with(options)
-                .await
-                .map_err(|e| classify_sqlx_error("connecting to PostgreSQL".into(), e))?;
-            Ok(Database::Postgres(pool))
-        }
-    }
 }
 
 #[async_trait]
 impl SinkTask for JdbcSinkTask {
     async fn start(&mut self) -> Result<(), ConnectError> {
-        self.db().await?;
+        self.pool().await?;
         tracing::debug!(connector = %self.context.connector, task = self.context.task_id, "jdbc sink connected");
         Ok(())
     }
 
     async fn put(&mut self, records: Vec<Record>) -> Result<(), ConnectError> {
-        // Group by table, keeping record order within each table.
-        let mut by_table: Vec<(String, Vec<Row>)> = Vec::new();
-        for record in &records {
-            let row = self.row_from(record)?;
-            let table = self.cfg.table_for(&record.topic);
-            match by_table.iter_mut().find(|(t, _)| *t == table) {
-                Some((_, rows)) => rows.push(row),
-                None => by_table.push((table, vec![row])),
+        let plan = self.plan(&records)?;
+        if plan.is_empty() {
+            return Ok(());
+        }
+        if self.pool().await?.dialect() == Dialect::MySql {
+            // MySQL's DDL commits any open transaction: run it first, on a
+            // connection of its own.
+            let pool = self.pool.take().expect("connected above");
+            let prepared = async {
+                let mut c = pool
+                    .acquire()
+                    .await
+                    .map_err(|e| classify("connecting".into(), e))?;
+                for (table, phases) in &plan {
+                    self.prepare_table(&mut c.conn(), table, phases).await?;
+                }
+                Ok::<_, ConnectError>(())
+            }
+            .await;
+            self.pool = Some(pool);
+            prepared?;
+        }
+        if !matches!(self.tx, TxState::Idle) {
+            return self.put_in_transaction(plan).await;
+        }
+        let mut tx = self
+            .pool()
+            .await?
+            .begin()
+            .await
+            .map_err(|e| classify("starting a transaction".into(), e))?;
+        let result = self.write_all(&mut tx.conn(), plan).await;
+        match result {
+            Ok(()) => tx
+                .commit()
+                .await
+                .map_err(|e| classify("committing the batch".into(), e)),
+            Err(e) => {
+                self.tables.clear();
+                let _ = tx.rollback().await;
+                Err(e)
             }
         }
-        for (table, rows) in by_table {
-            self.write_table(&table, rows).await?;
-        }
-        Ok(())
     }
 
     async fn stop(&mut self) {
-        if let Some(db) = self.db.take() {
-            db.close().await;
+        if let TxState::Open(Some(tx)) = std::mem::replace(&mut self.tx, TxState::Idle) {
+            let _ = tx.rollback().await;
         }
+        if let Some(pool) = self.pool.take() {
+            pool.close().await;
+        }
+    }
+
+    fn supports_exactly_once(&self) -> bool {
+        true
+    }
+
+    async fn begin(&mut self) -> Result<(), ConnectError> {
+        if let TxState::Open(Some(tx)) = std::mem::replace(&mut self.tx, TxState::Idle) {
+            let _ = tx.rollback().await;
+        }
+        self.ensure_offsets_table().await?;
+        self.tx = TxState::Open(None);
+        Ok(())
+    }
+
+    async fn commit(&mut self, offsets: &[PartitionOffset]) -> Result<(), ConnectError> {
+        let mut tx = match std::mem::replace(&mut self.tx, TxState::Idle) {
+            TxState::Open(Some(tx)) => tx,
+            TxState::Open(None) => self
+                .pool()
+                .await?
+                .begin()
+                .await
+                .map_err(|e| classify("starting a transaction".into(), e))?,
+            TxState::Broken => {
+                return Err(ConnectError::retriable(
+                    "the transaction was lost with its connection; the batch is redone",
+                ));
+            }
+            TxState::Idle => {
+                return Err(ConnectError::fatal("commit without begin"));
+            }
+        };
+        let rows: Vec<(String, i32, i64)> = offsets
+            .iter()
+            .map(|o| (o.topic.clone(), o.partition, o.offset))
+            .collect();
+        let table = self.cfg.offsets_table.clone();
+        tx.conn()
+            .store_offsets(&table, &self.context.connector, &rows)
+            .await
+            .map_err(|e| classify(format!("storing offsets in `{table}`"), e))?;
+        // A failed COMMIT may still have committed: the runtime checks the
+        // stored offsets before redoing the batch.
+        tx.commit()
+            .await
+            .map_err(|e| classify("committing the batch with its offsets".into(), e))
+    }
+
+    async fn rollback(&mut self) {
+        if let TxState::Open(Some(tx)) = std::mem::replace(&mut self.tx, TxState::Idle) {
+            let _ = tx.rollback().await;
+        }
+        self.tables.clear();
+    }
+
+    async fn stored_offsets(
+        &mut self,
+        partitions: &[(String, i32)],
+    ) -> Result<Vec<PartitionOffset>, ConnectError> {
+        self.ensure_offsets_table().await?;
+        let table = self.cfg.offsets_table.clone();
+        let connector = self.context.connector.clone();
+        let pool = self.pool().await?;
+        let mut c = pool
+            .acquire()
+            .await
+            .map_err(|e| classify("connecting".into(), e))?;
+        let all = c
+            .conn()
+            .load_offsets(&table, &connector)
+            .await
+            .map_err(|e| classify(format!("reading offsets from `{table}`"), e))?;
+        Ok(all
+            .into_iter()
+            .filter(|(t, p, _)| partitions.iter().any(|(pt, pp)| pt == t && pp == p))
+            .map(|(topic, partition, offset)| PartitionOffset {
+                topic,
+                partition,
+                offset,
+            })
+            .collect())
     }
 }
 

@@ -62,6 +62,21 @@ impl SqlValue {
         }
     }
 
+    /// Whether this guard value is older than `other`: numbers by value,
+    /// text (ISO-8601 timestamps) by its order.
+    pub fn is_older_than(&self, other: &SqlValue) -> bool {
+        use SqlValue::*;
+        match (self, other) {
+            (Int(a), Int(b)) => a < b,
+            (Int(a), Float(b)) => (*a as f64) < *b,
+            (Float(a), Int(b)) => *a < *b as f64,
+            (Float(a), Float(b)) => a < b,
+            (Text(a), Text(b)) => a < b,
+            (Bool(a), Bool(b)) => a < b,
+            _ => false,
+        }
+    }
+
     /// The column kind `auto.create` gives this value.
     pub fn kind(&self) -> Option<ColumnKind> {
         match self {

@@ -1,16 +1,17 @@
 //! The sink loop: consume a batch, transform, `put`, `flush`, then commit the
 //! consumed offsets to Kafka, never before the sink has the records.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{CommitMode, Consumer, StreamConsumer};
 use rdkafka::message::{BorrowedMessage, Headers};
 use rdkafka::{Message, Offset, TopicPartitionList};
-use sluice_sdk::{ConnectError, ErrorKind, Header, Record, SinkTask};
+use sluice_sdk::{ConnectError, ErrorKind, Header, PartitionOffset, Record, SinkTask};
 
 use super::TaskEnv;
+use crate::config::DeliveryGuarantee;
 use crate::errors::{ErrorHandler, Failure, Stage};
 use crate::kafka::{ConsumerEvent, SafeConsumerContext, is_offset_out_of_range};
 use crate::metrics::LATENCY_HEADER;
@@ -48,16 +49,31 @@ pub async fn run(
         }
     }
     let (events_tx, mut events_rx) = tokio::sync::mpsc::unbounded_channel();
-    let context = SafeConsumerContext::new(
+    let exactly_once = env.common.delivery_guarantee == DeliveryGuarantee::ExactlyOnce;
+    if exactly_once && !task.supports_exactly_once() {
+        return Err(ConnectError::fatal(format!(
+            "delivery.guarantee=exactly-once, but `{}` tasks cannot store offsets with their data",
+            env.common.connector_class
+        )));
+    }
+    let mut context = SafeConsumerContext::new(
         events_tx,
         env.connector.clone(),
         env.task_id,
         env.metrics.clone(),
     );
+    if exactly_once {
+        context = context.pausing_assigned_partitions();
+    }
     let client_id = format!("sluice-{}-{}", env.connector, env.task_id);
     let consumer = Arc::new(
         env.clients
-            .consumer(&group_id(&env.connector), &client_id, context)
+            .consumer(
+                &group_id(&env.connector),
+                &client_id,
+                context,
+                &env.common.consumer_overrides,
+            )
             .map_err(|e| ConnectError::fatal("creating the Kafka consumer").with_source(e))?,
     );
     let topics: Vec<&str> = env.common.topics.iter().map(String::as_str).collect();
@@ -96,9 +112,21 @@ async fn run_loop(
     let max_records = env.common.batch_max_records;
     let max_wait = Duration::from_millis(env.common.batch_max_ms);
     let class = env.common.connector_class.clone();
+    let guarantee = env.common.delivery_guarantee;
     loop {
+        let mut assigned = Vec::new();
         while let Ok(event) = events.try_recv() {
             tracing::debug!(?event, "rebalance");
+            if let ConsumerEvent::Assigned(partitions) = event {
+                assigned.extend(partitions);
+            }
+        }
+        if guarantee == DeliveryGuarantee::ExactlyOnce && !assigned.is_empty() {
+            match restore_positions(env, task, consumer, errors, assigned).await {
+                Ok(()) => {}
+                Err(_) if env.cancel.is_cancelled() => return Ok(()),
+                Err(e) => return Err(e),
+            }
         }
         if env.is_paused() && !pause_consumer(env, consumer).await {
             return Ok(());
@@ -168,30 +196,59 @@ async fn run_loop(
                 Some((inputs[*origin].topic.clone(), ms))
             })
             .collect();
-        if !outputs.is_empty()
-            && let Err(e) = put_isolating(task, errors, &class, &inputs, outputs).await
-        {
-            if env.cancel.is_cancelled() {
-                // Stopping: the batch is not committed and is read again.
-                return Ok(());
-            }
-            return Err(e);
-        }
-        let mut retrier = errors.retrier(Stage::TaskPut, true);
-        loop {
-            match task.flush().await {
-                Ok(()) => break,
-                Err(e) if retrier.again(&e).await => continue,
-                Err(_) if env.cancel.is_cancelled() => return Ok(()),
-                Err(e) => {
-                    return Err(infrastructure_exhausted(
-                        "flushing the sink",
-                        e,
-                        retrier.attempts(),
-                    ));
+        let written = match guarantee {
+            DeliveryGuarantee::ExactlyOnce => {
+                let offsets: Vec<PartitionOffset> = next
+                    .iter()
+                    .map(|((topic, partition), offset)| PartitionOffset {
+                        topic: topic.clone(),
+                        partition: *partition,
+                        offset: *offset,
+                    })
+                    .collect();
+                match put_exactly_once(task, errors, &class, &inputs, &outputs, &offsets).await {
+                    Ok(written) => written,
+                    // Stopping: nothing of the batch is committed; it is read again.
+                    Err(_) if env.cancel.is_cancelled() => return Ok(()),
+                    Err(e) => return Err(e),
                 }
             }
-        }
+            DeliveryGuarantee::AtMostOnce | DeliveryGuarantee::AtLeastOnce => {
+                if guarantee == DeliveryGuarantee::AtMostOnce {
+                    // The offsets go first: a crash from here on loses the
+                    // batch rather than repeating it.
+                    commit_before_writing(env, consumer, errors, &next).await?;
+                }
+                let mut dead = BTreeSet::new();
+                if !outputs.is_empty()
+                    && let Err(e) =
+                        put_isolating(task, errors, &class, &inputs, &outputs, &mut dead, false)
+                            .await
+                {
+                    if env.cancel.is_cancelled() {
+                        // Stopping: the batch is not committed and is read again.
+                        return Ok(());
+                    }
+                    return Err(e);
+                }
+                let mut retrier = errors.retrier(Stage::TaskPut, true);
+                loop {
+                    match task.flush().await {
+                        Ok(()) => break,
+                        Err(e) if retrier.again(&e).await => continue,
+                        Err(_) if env.cancel.is_cancelled() => return Ok(()),
+                        Err(e) => {
+                            return Err(infrastructure_exhausted(
+                                "flushing the sink",
+                                e,
+                                retrier.attempts(),
+                            ));
+                        }
+                    }
+                }
+                written - dead.len()
+            }
+        };
         env.count("put", "ok", written);
         let now_ms = chrono::Utc::now().timestamp_millis();
         for (topic, ms) in stamps {
@@ -200,7 +257,11 @@ async fn run_loop(
                 .with_label_values(&[topic.as_str(), env.connector.as_ref()])
                 .observe((now_ms - ms).max(0) as f64 / 1000.0);
         }
-        commit(env, consumer, &next).await;
+        if guarantee != DeliveryGuarantee::AtMostOnce {
+            // Exactly-once: the sink has the offsets already; the group's are
+            // for lag monitoring and tools.
+            commit(env, consumer, &next).await;
+        }
         let [c, t] = env.labels();
         env.metrics
             .batch_seconds
@@ -260,23 +321,32 @@ pub(crate) async fn transform_all(
     Ok(outputs)
 }
 
-/// Writes the outputs. Infrastructure failures are retried; a data error
-/// splits the batch in halves until the bad records stand alone, so the
-/// good rows are written and each bad one is handled with its own error.
+/// Writes the outputs but those in `dead`. Infrastructure failures are
+/// retried (or, `in_transaction`, returned for the whole transaction to be
+/// redone); a data error splits the batch in halves until the bad records
+/// stand alone, so the good rows are written and each bad one is handled
+/// with its own error; the positions of those handled are added to `dead`.
 async fn put_isolating(
     task: &mut dyn SinkTask,
     errors: &ErrorHandler,
     class: &str,
     inputs: &[Record],
-    outputs: Vec<(usize, Record)>,
+    outputs: &[(usize, Record)],
+    dead: &mut BTreeSet<usize>,
+    in_transaction: bool,
 ) -> Result<(), ConnectError> {
-    let mut pending = vec![outputs];
+    let live: Vec<usize> = (0..outputs.len()).filter(|i| !dead.contains(i)).collect();
+    if live.is_empty() {
+        return Ok(());
+    }
+    let mut pending = vec![live];
     while let Some(chunk) = pending.pop() {
-        let records: Vec<Record> = chunk.iter().map(|(_, r)| r.clone()).collect();
+        let records: Vec<Record> = chunk.iter().map(|&i| outputs[i].1.clone()).collect();
         let mut retrier = errors.retrier(Stage::TaskPut, true);
         let outcome = loop {
             match task.put(records.clone()).await {
                 Ok(()) => break Ok(()),
+                Err(e) if e.kind == ErrorKind::Retriable && in_transaction => return Err(e),
                 Err(e) if e.kind == ErrorKind::Retriable && retrier.again(&e).await => continue,
                 Err(e) => break Err(e),
             }
@@ -290,9 +360,10 @@ async fn put_isolating(
                 pending.push(first);
             }
             Err(e) if e.kind == ErrorKind::Data => {
+                dead.insert(chunk[0]);
                 errors
                     .give_up(Failure {
-                        record: Some(&inputs[chunk[0].0]),
+                        record: Some(&inputs[outputs[chunk[0]].0]),
                         stage: Stage::TaskPut,
                         component: class,
                         error: &e,
@@ -450,16 +521,195 @@ async fn data_loss(env: &TaskEnv, consumer: &Arc<SafeConsumer>) -> ConnectError 
     ))
 }
 
-async fn commit(env: &TaskEnv, consumer: &Arc<SafeConsumer>, next: &BTreeMap<(String, i32), i64>) {
+/// Exactly-once: the batch's rows and `offsets` in one sink transaction.
+/// A data error splits the batch inside the transaction (each `put` is
+/// atomic), so the bad record is dead-lettered and the rest written with
+/// the offsets. An infrastructure failure rolls back and redoes the whole
+/// transaction, after asking the sink whether the failed attempt did in
+/// fact commit (a lost reply to COMMIT). Returns how many records were
+/// written.
+async fn put_exactly_once(
+    task: &mut dyn SinkTask,
+    errors: &ErrorHandler,
+    class: &str,
+    inputs: &[Record],
+    outputs: &[(usize, Record)],
+    offsets: &[PartitionOffset],
+) -> Result<usize, ConnectError> {
+    let mut dead = BTreeSet::new();
+    let mut retrier = errors.retrier(Stage::TaskPut, true);
+    let mut first = true;
+    loop {
+        let attempt: Result<bool, ConnectError> = async {
+            if !first && already_committed(task, offsets).await? {
+                return Ok(false);
+            }
+            task.begin().await?;
+            put_isolating(task, errors, class, inputs, outputs, &mut dead, true).await?;
+            task.commit(offsets).await?;
+            Ok(true)
+        }
+        .await;
+        first = false;
+        match attempt {
+            Ok(committed_now) => {
+                if !committed_now {
+                    tracing::info!(
+                        "the sink had committed the batch before the error; not writing it again"
+                    );
+                }
+                return Ok(outputs.len() - dead.len());
+            }
+            Err(e) => {
+                task.rollback().await;
+                if e.kind != ErrorKind::Retriable {
+                    return Err(e);
+                }
+                if errors.is_cancelled() {
+                    return Err(ConnectError::retriable(
+                        "stopped while the sink was unavailable; the batch is not committed",
+                    ));
+                }
+                if !retrier.again(&e).await {
+                    return Err(infrastructure_exhausted(
+                        "writing the batch and its offsets in one transaction",
+                        e,
+                        retrier.attempts(),
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// Whether the sink's stored offsets already cover `offsets`.
+async fn already_committed(
+    task: &mut dyn SinkTask,
+    offsets: &[PartitionOffset],
+) -> Result<bool, ConnectError> {
+    let partitions: Vec<(String, i32)> = offsets
+        .iter()
+        .map(|o| (o.topic.clone(), o.partition))
+        .collect();
+    let stored = task.stored_offsets(&partitions).await?;
+    Ok(offsets.iter().all(|o| {
+        stored
+            .iter()
+            .any(|s| s.topic == o.topic && s.partition == o.partition && s.offset >= o.offset)
+    }))
+}
+
+/// Exactly-once: moves newly assigned (and paused) partitions to the
+/// offsets stored in the sink, then resumes them. Partitions the sink has
+/// no offsets for start from the group's committed offset.
+async fn restore_positions(
+    env: &TaskEnv,
+    task: &mut dyn SinkTask,
+    consumer: &Arc<SafeConsumer>,
+    errors: &ErrorHandler,
+    partitions: Vec<(String, i32)>,
+) -> Result<(), ConnectError> {
+    let mut retrier = errors.retrier(Stage::TaskPut, true);
+    let stored = loop {
+        match task.stored_offsets(&partitions).await {
+            Ok(stored) => break stored,
+            Err(e) if e.kind == ErrorKind::Retriable && retrier.again(&e).await => continue,
+            Err(e) if e.kind == ErrorKind::Retriable => {
+                return Err(infrastructure_exhausted(
+                    "reading the offsets stored in the sink",
+                    e,
+                    retrier.attempts(),
+                ));
+            }
+            Err(e) => return Err(e),
+        }
+    };
+    let mut seek = TopicPartitionList::new();
+    for o in &stored {
+        let _ = seek.add_partition_offset(&o.topic, o.partition, Offset::Offset(o.offset));
+    }
+    let mut resume = TopicPartitionList::new();
+    for (topic, partition) in &partitions {
+        resume.add_partition(topic, *partition);
+    }
+    let c = consumer.clone();
+    let sought = tokio::task::spawn_blocking(move || {
+        if seek.count() > 0 {
+            let done = c.seek_partitions(seek, Duration::from_secs(30))?;
+            if let Some(e) = done.elements().iter().find_map(|e| e.error().err()) {
+                return Err(e);
+            }
+        }
+        // A partition revoked meanwhile is no longer ours to resume.
+        let owned = c.assignment()?;
+        let mut ours = TopicPartitionList::new();
+        for e in resume.elements() {
+            if owned.find_partition(e.topic(), e.partition()).is_some() {
+                ours.add_partition(e.topic(), e.partition());
+            }
+        }
+        c.resume(&ours)
+    })
+    .await
+    .map_err(|e| ConnectError::fatal(format!("seeking thread failed: {e}")))?;
+    sought.map_err(|e| {
+        ConnectError::fatal("moving the consumer to the offsets stored in the sink").with_source(e)
+    })?;
+    tracing::info!(
+        connector = %env.connector,
+        task = env.task_id,
+        partitions = partitions.len(),
+        restored = ?stored.iter().map(|o| format!("{}-{}@{}", o.topic, o.partition, o.offset)).collect::<Vec<_>>(),
+        "positions restored from the offsets stored in the sink"
+    );
+    Ok(())
+}
+
+/// At-most-once: the offsets must be committed before anything is written;
+/// retried like any infrastructure failure, and the task fails (nothing
+/// written, nothing skipped) if the group never takes them.
+async fn commit_before_writing(
+    env: &TaskEnv,
+    consumer: &Arc<SafeConsumer>,
+    errors: &ErrorHandler,
+    next: &BTreeMap<(String, i32), i64>,
+) -> Result<(), ConnectError> {
+    let mut retrier = errors.retrier(Stage::TaskPut, true);
+    loop {
+        match commit_offsets(consumer, next).await {
+            Ok(()) => return Ok(()),
+            Err(e) => {
+                let e = ConnectError::retriable("committing offsets before writing (at-most-once)")
+                    .with_source(e);
+                if !env.cancel.is_cancelled() && retrier.again(&e).await {
+                    continue;
+                }
+                return Err(infrastructure_exhausted(
+                    "committing offsets",
+                    e,
+                    retrier.attempts(),
+                ));
+            }
+        }
+    }
+}
+
+async fn commit_offsets(
+    consumer: &Arc<SafeConsumer>,
+    next: &BTreeMap<(String, i32), i64>,
+) -> Result<(), rdkafka::error::KafkaError> {
     let mut tpl = TopicPartitionList::with_capacity(next.len());
     for ((topic, partition), offset) in next {
         let _ = tpl.add_partition_offset(topic, *partition, Offset::Offset(*offset));
     }
     let consumer = consumer.clone();
-    let result = tokio::task::spawn_blocking(move || consumer.commit(&tpl, CommitMode::Sync))
+    tokio::task::spawn_blocking(move || consumer.commit(&tpl, CommitMode::Sync))
         .await
-        .unwrap_or(Err(rdkafka::error::KafkaError::Canceled));
-    if let Err(e) = result {
+        .unwrap_or(Err(rdkafka::error::KafkaError::Canceled))
+}
+
+async fn commit(env: &TaskEnv, consumer: &Arc<SafeConsumer>, next: &BTreeMap<(String, i32), i64>) {
+    if let Err(e) = commit_offsets(consumer, next).await {
         // The records are written; without the commit they are read again
         // after a restart or rebalance, which the idempotent sink absorbs.
         let [c, t] = env.labels();

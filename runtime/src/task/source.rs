@@ -26,7 +26,7 @@ pub async fn run(
     let client_id = format!("sluice-{}-{}", env.connector, env.task_id);
     let producer = env
         .clients
-        .producer(&client_id)
+        .producer(&client_id, &env.common.producer_overrides)
         .map_err(|e| ConnectError::fatal("creating the Kafka producer").with_source(e))?;
     let result = run_loop(&mut env, task.as_mut(), &producer, &offsets, &errors).await;
     task.stop().await;

@@ -1,0 +1,701 @@
+//! Connections to the three databases, and running the dialect's SQL on
+//! them: table introspection, batched writes, deletes, and the offsets
+//! table. Every error keeps its sqlx cause; `classify` turns it into what
+//! the runtime does (data, retriable, fatal).
+
+use std::time::Duration;
+
+use sluice_sdk::{ConfigError, ConnectError};
+use sqlx::mysql::{MySqlConnectOptions, MySqlConnection, MySqlPool, MySqlPoolOptions};
+use sqlx::pool::PoolConnection;
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
+};
+use sqlx::{MySql, Postgres, Row as _, Sqlite, Transaction};
+
+use crate::dialect::{Dialect, MYSQL_MAX_PARAMS, SQLITE_MAX_PARAMS, Shape, WriteMode};
+use crate::value::{ColumnKind, SqlValue};
+
+/// Where `connection.url` points.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// A file path (created if missing).
+    Sqlite(String),
+    /// A `postgres://` URL.
+    Postgres(String),
+    /// A `mysql://` URL (MySQL or MariaDB).
+    MySql(String),
+}
+
+/// `postgres://user:secret@host/db` as `postgres://user:***@host/db`, for
+/// messages.
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    match rest.split_once('@') {
+        Some((userinfo, host)) if userinfo.contains(':') => {
+            let user = userinfo.split(':').next().unwrap_or_default();
+            format!("{scheme}://{user}:***@{host}")
+        }
+        _ => url.to_string(),
+    }
+}
+
+impl Target {
+    pub fn parse(url: &str) -> Result<Target, ConfigError> {
+        let url = url.trim();
+        let rest = url.strip_prefix("jdbc:").unwrap_or(url);
+        if let Some(path) = rest
+            .strip_prefix("sqlite://")
+            .or_else(|| rest.strip_prefix("sqlite:"))
+        {
+            let path = path.split('?').next().unwrap_or(path);
+            if path.is_empty() {
+                return Err(ConfigError::new("connection.url", "names no SQLite file"));
+            }
+            return Ok(Target::Sqlite(path.to_string()));
+        }
+        if let Some(tail) = rest
+            .strip_prefix("postgresql://")
+            .or_else(|| rest.strip_prefix("postgres://"))
+        {
+            return Ok(Target::Postgres(format!("postgres://{tail}")));
+        }
+        if let Some(tail) = rest
+            .strip_prefix("mysql://")
+            .or_else(|| rest.strip_prefix("mariadb://"))
+        {
+            return Ok(Target::MySql(format!("mysql://{tail}")));
+        }
+        Err(ConfigError::new(
+            "connection.url",
+            format!(
+                "`{}` is not a supported database URL; expected jdbc:sqlite:PATH, jdbc:postgresql://HOST:PORT/DB, jdbc:mysql://HOST:PORT/DB (MySQL or MariaDB), or the same without `jdbc:`",
+                redact_url(url)
+            ),
+        ))
+    }
+}
+
+/// A connection pool to one of the databases.
+pub enum Pool {
+    Sqlite(SqlitePool),
+    Postgres(PgPool),
+    MySql(MySqlPool),
+}
+
+/// An open transaction.
+pub enum Tx {
+    Sqlite(Transaction<'static, Sqlite>),
+    Postgres(Transaction<'static, Postgres>),
+    MySql(Transaction<'static, MySql>),
+}
+
+/// A connection from the pool, outside any transaction.
+pub enum PooledConn {
+    Sqlite(PoolConnection<Sqlite>),
+    Postgres(PoolConnection<Postgres>),
+    MySql(PoolConnection<MySql>),
+}
+
+/// A connection to run statements on, in a transaction or not.
+pub enum Conn<'a> {
+    Sqlite(&'a mut SqliteConnection),
+    Postgres(&'a mut PgConnection),
+    MySql(&'a mut MySqlConnection),
+}
+
+/// A column as the database declares it.
+#[derive(Debug, Clone)]
+pub struct Column {
+    pub name: String,
+    pub kind: ColumnKind,
+    /// The declared type, used for explicit casts in PostgreSQL.
+    pub sql_type: String,
+}
+
+impl Pool {
+    pub async fn connect(
+        url: &str,
+        user: Option<&str>,
+        password: Option<&str>,
+        size: u32,
+    ) -> Result<Pool, ConnectError> {
+        let target = Target::parse(url).map_err(|e| ConnectError::fatal(e.to_string()))?;
+        let acquire = Duration::from_secs(10);
+        let invalid = |what: &str, e: sqlx::Error| {
+            ConnectError::fatal(format!("connection.url is not a valid {what} URL")).with_source(e)
+        };
+        Ok(match target {
+            Target::Sqlite(path) => {
+                let options = SqliteConnectOptions::new()
+                    .filename(&path)
+                    .create_if_missing(true)
+                    .journal_mode(SqliteJournalMode::Wal)
+                    .busy_timeout(Duration::from_secs(10));
+                Pool::Sqlite(
+                    SqlitePoolOptions::new()
+                        .max_connections(size)
+                        .acquire_timeout(acquire)
+                        .connect_with(options)
+                        .await
+                        .map_err(|e| classify(format!("opening SQLite database {path}"), e))?,
+                )
+            }
+            Target::Postgres(url) => {
+                let mut options: PgConnectOptions =
+                    url.parse().map_err(|e| invalid("PostgreSQL", e))?;
+                if let Some(user) = user {
+                    options = options.username(user);
+                }
+                if let Some(password) = password {
+                    options = options.password(password);
+                }
+                Pool::Postgres(
+                    PgPoolOptions::new()
+                        .max_connections(size)
+                        .acquire_timeout(acquire)
+                        .connect_with(options)
+                        .await
+                        .map_err(|e| classify("connecting to PostgreSQL".into(), e))?,
+                )
+            }
+            Target::MySql(url) => {
+                let mut options: MySqlConnectOptions =
+                    url.parse().map_err(|e| invalid("MySQL", e))?;
+                if let Some(user) = user {
+                    options = options.username(user);
+                }
+                if let Some(password) = password {
+                    options = options.password(password);
+                }
+                Pool::MySql(
+                    MySqlPoolOptions::new()
+                        .max_connections(size)
+                        .acquire_timeout(acquire)
+                        .connect_with(options)
+                        .await
+                        .map_err(|e| classify("connecting to MySQL".into(), e))?,
+                )
+            }
+        })
+    }
+
+    pub fn dialect(&self) -> Dialect {
+        match self {
+            Pool::Sqlite(_) => Dialect::Sqlite,
+            Pool::Postgres(_) => Dialect::Postgres,
+            Pool::MySql(_) => Dialect::MySql,
+        }
+    }
+
+    pub async fn begin(&self) -> Result<Tx, sqlx::Error> {
+        Ok(match self {
+            Pool::Sqlite(p) => Tx::Sqlite(p.begin().await?),
+            Pool::Postgres(p) => Tx::Postgres(p.begin().await?),
+            Pool::MySql(p) => Tx::MySql(p.begin().await?),
+        })
+    }
+
+    pub async fn acquire(&self) -> Result<PooledConn, sqlx::Error> {
+        Ok(match self {
+            Pool::Sqlite(p) => PooledConn::Sqlite(p.acquire().await?),
+            Pool::Postgres(p) => PooledConn::Postgres(p.acquire().await?),
+            Pool::MySql(p) => PooledConn::MySql(p.acquire().await?),
+        })
+    }
+
+    pub async fn close(&self) {
+        match self {
+            Pool::Sqlite(p) => p.close().await,
+            Pool::Postgres(p) => p.close().await,
+            Pool::MySql(p) => p.close().await,
+        }
+    }
+}
+
+impl Tx {
+    pub fn conn(&mut self) -> Conn<'_> {
+        match self {
+            Tx::Sqlite(t) => Conn::Sqlite(&mut *t),
+            Tx::Postgres(t) => Conn::Postgres(&mut *t),
+            Tx::MySql(t) => Conn::MySql(&mut *t),
+        }
+    }
+
+    pub async fn commit(self) -> Result<(), sqlx::Error> {
+        match self {
+            Tx::Sqlite(t) => t.commit().await,
+            Tx::Postgres(t) => t.commit().await,
+            Tx::MySql(t) => t.commit().await,
+        }
+    }
+
+    pub async fn rollback(self) -> Result<(), sqlx::Error> {
+        match self {
+            Tx::Sqlite(t) => t.rollback().await,
+            Tx::Postgres(t) => t.rollback().await,
+            Tx::MySql(t) => t.rollback().await,
+        }
+    }
+}
+
+impl PooledConn {
+    pub fn conn(&mut self) -> Conn<'_> {
+        match self {
+            PooledConn::Sqlite(c) => Conn::Sqlite(&mut *c),
+            PooledConn::Postgres(c) => Conn::Postgres(&mut *c),
+            PooledConn::MySql(c) => Conn::MySql(&mut *c),
+        }
+    }
+}
+
+/// Binds every value of `rows`, in order, to a SQLite or MySQL query (the
+/// two have different query types, hence a macro).
+macro_rules! bind_scalars {
+    ($query:expr, $rows:expr) => {{
+        let mut q = $query;
+        for v in $rows {
+            q = match v {
+                SqlValue::Null => q.bind(None::<String>),
+                SqlValue::Int(i) => q.bind(*i),
+                SqlValue::Float(f) => q.bind(*f),
+                SqlValue::Bool(b) => q.bind(*b),
+                SqlValue::Text(s) => q.bind(s.as_str()),
+            };
+        }
+        q
+    }};
+}
+
+/// A PostgreSQL array element type for a column kind.
+fn pg_array_type(kind: ColumnKind) -> &'static str {
+    match kind {
+        ColumnKind::Int => "int8",
+        ColumnKind::Float => "float8",
+        ColumnKind::Bool => "bool",
+        ColumnKind::Text => "text",
+    }
+}
+
+/// Binds one array per column (values are already coerced to the column's
+/// kind, so each array has one element type).
+fn bind_pg_columns<'q>(
+    mut q: sqlx::query::Query<'q, Postgres, sqlx::postgres::PgArguments>,
+    columns: &[Column],
+    rows: &'q [Vec<SqlValue>],
+) -> sqlx::query::Query<'q, Postgres, sqlx::postgres::PgArguments> {
+    for (c, column) in columns.iter().enumerate() {
+        let cells = rows.iter().map(|r| &r[c]);
+        q = match column.kind {
+            ColumnKind::Int => q.bind(
+                cells
+                    .map(|v| match v {
+                        SqlValue::Int(i) => Some(*i),
+                        _ => None,
+                    })
+                    .collect::<Vec<_>>(),
+            ),
+            ColumnKind::Float => q.bind(
+                cells
+                    .map(|v| match v {
+                        SqlValue::Float(f) => Some(*f),
+                        SqlValue::Int(i) => Some(*i as f64),
+                        _ => None,
+                    })
+                    .collect::<Vec<_>>(),
+            ),
+            ColumnKind::Bool => q.bind(
+                cells
+                    .map(|v| match v {
+                        SqlValue::Bool(b) => Some(*b),
+                        _ => None,
+                    })
+                    .collect::<Vec<_>>(),
+            ),
+            ColumnKind::Text => q.bind(
+                cells
+                    .map(|v| match v {
+                        SqlValue::Text(s) => Some(s.as_str()),
+                        _ => None,
+                    })
+                    .collect::<Vec<_>>(),
+            ),
+        };
+    }
+    q
+}
+
+impl Conn<'_> {
+    pub fn dialect(&self) -> Dialect {
+        match self {
+            Conn::Sqlite(_) => Dialect::Sqlite,
+            Conn::Postgres(_) => Dialect::Postgres,
+            Conn::MySql(_) => Dialect::MySql,
+        }
+    }
+
+    /// Runs a statement without parameters (DDL, savepoints).
+    pub async fn execute(&mut self, sql: &str) -> Result<u64, sqlx::Error> {
+        Ok(match self {
+            Conn::Sqlite(c) => sqlx::query(sql).execute(&mut **c).await?.rows_affected(),
+            Conn::Postgres(c) => sqlx::query(sql).execute(&mut **c).await?.rows_affected(),
+            Conn::MySql(c) => sqlx::query(sql).execute(&mut **c).await?.rows_affected(),
+        })
+    }
+
+    /// The table's columns; empty if it does not exist.
+    pub async fn describe(&mut self, table: &str) -> Result<Vec<Column>, sqlx::Error> {
+        let rows: Vec<(String, String)> = match self {
+            Conn::Sqlite(c) => {
+                sqlx::query_as("SELECT name, type FROM pragma_table_info(?1)")
+                    .bind(table)
+                    .fetch_all(&mut **c)
+                    .await?
+            }
+            Conn::Postgres(c) => {
+                sqlx::query_as(
+                    "SELECT a.attname::text, format_type(a.atttypid, a.atttypmod) \
+                     FROM pg_attribute a \
+                     WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped \
+                     ORDER BY a.attnum",
+                )
+                .bind(Dialect::Postgres.quote_table(table))
+                .fetch_all(&mut **c)
+                .await?
+            }
+            Conn::MySql(c) => {
+                let (schema, name) = match table.split_once('.') {
+                    Some((s, n)) => (Some(s), n),
+                    None => (None, table),
+                };
+                sqlx::query_as(
+                    "SELECT CAST(column_name AS CHAR), CAST(column_type AS CHAR) \
+                     FROM information_schema.columns \
+                     WHERE table_schema = COALESCE(?, DATABASE()) AND table_name = ? \
+                     ORDER BY ordinal_position",
+                )
+                .bind(schema)
+                .bind(name)
+                .fetch_all(&mut **c)
+                .await?
+            }
+        };
+        Ok(rows
+            .into_iter()
+            .map(|(name, ty)| Column {
+                kind: ColumnKind::from_declared(&ty),
+                sql_type: ty,
+                name,
+            })
+            .collect())
+    }
+
+    /// Writes `rows` (values in `shape.names` order, coerced to `columns`'
+    /// kinds): one statement on PostgreSQL, `chunk` rows per statement
+    /// elsewhere. Returns the rows affected.
+    pub async fn write(
+        &mut self,
+        shape: &Shape<'_>,
+        mode: WriteMode,
+        columns: &[Column],
+        rows: &[Vec<SqlValue>],
+        chunk: usize,
+    ) -> Result<u64, sqlx::Error> {
+        if mode == WriteMode::Update && shape.names.len() == shape.pk.len() {
+            // Nothing but the key: an update changes nothing.
+            return Ok(0);
+        }
+        let width = shape.names.len().max(1);
+        let mut affected = 0;
+        match self {
+            Conn::Postgres(c) => {
+                let arrays: Vec<&str> = columns.iter().map(|c| pg_array_type(c.kind)).collect();
+                let casts: Vec<&str> = columns.iter().map(|c| c.sql_type.as_str()).collect();
+                let sql = Dialect::Postgres.unnest_write(shape, mode, &arrays, &casts);
+                let q = bind_pg_columns(sqlx::query(&sql), columns, rows);
+                affected += q.execute(&mut **c).await?.rows_affected();
+            }
+            Conn::Sqlite(c) => {
+                for part in rows.chunks(chunk.min(SQLITE_MAX_PARAMS / width).max(1)) {
+                    let sql = Dialect::Sqlite.values_write(shape, mode, part.len());
+                    let q = bind_scalars!(sqlx::query::<Sqlite>(&sql), part.iter().flatten());
+                    affected += q.execute(&mut **c).await?.rows_affected();
+                }
+            }
+            Conn::MySql(c) => {
+                for part in rows.chunks(chunk.min(MYSQL_MAX_PARAMS / width).max(1)) {
+                    let sql = Dialect::MySql.values_write(shape, mode, part.len());
+                    let q = bind_scalars!(sqlx::query::<MySql>(&sql), part.iter().flatten());
+                    affected += q.execute(&mut **c).await?.rows_affected();
+                }
+            }
+        }
+        Ok(affected)
+    }
+
+    /// Deletes the rows whose keys (values in `pk` order) are given.
+    pub async fn delete(
+        &mut self,
+        table: &str,
+        pk: &[String],
+        key_columns: &[Column],
+        keys: &[Vec<SqlValue>],
+        chunk: usize,
+    ) -> Result<u64, sqlx::Error> {
+        let width = pk.len().max(1);
+        let mut affected = 0;
+        match self {
+            Conn::Postgres(c) => {
+                let arrays: Vec<&str> = key_columns
+                    .iter()
+                    .map(|c| pg_array_type(c.kind))
+                    .collect();
+                let casts: Vec<&str> = key_columns.iter().map(|c| c.sql_type.as_str()).collect();
+                let sql = Dialect::Postgres.delete(table, pk, keys.len(), &arrays, &casts);
+                let q = bind_pg_columns(sqlx::query(&sql), key_columns, keys);
+                affected += q.execute(&mut **c).await?.rows_affected();
+            }
+            Conn::Sqlite(c) => {
+                for part in keys.chunks(chunk.min(SQLITE_MAX_PARAMS / width).max(1)) {
+                    let sql = Dialect::Sqlite.delete(table, pk, part.len(), &[], &[]);
+                    let q = bind_scalars!(sqlx::query::<Sqlite>(&sql), part.iter().flatten());
+                    affected += q.execute(&mut **c).await?.rows_affected();
+                }
+            }
+            Conn::MySql(c) => {
+                for part in keys.chunks(chunk.min(MYSQL_MAX_PARAMS / width).max(1)) {
+                    let sql = Dialect::MySql.delete(table, pk, part.len(), &[], &[]);
+                    let q = bind_scalars!(sqlx::query::<MySql>(&sql), part.iter().flatten());
+                    affected += q.execute(&mut **c).await?.rows_affected();
+                }
+            }
+        }
+        Ok(affected)
+    }
+
+    /// Upserts each `(topic, partition, next offset)` of `connector`.
+    pub async fn store_offsets(
+        &mut self,
+        table: &str,
+        connector: &str,
+        offsets: &[(String, i32, i64)],
+    ) -> Result<(), sqlx::Error> {
+        if offsets.is_empty() {
+            return Ok(());
+        }
+        let sql = self.dialect().store_offsets(table, offsets.len());
+        let values: Vec<SqlValue> = offsets
+            .iter()
+            .flat_map(|(t, p, o)| {
+                [
+                    SqlValue::Text(connector.to_string()),
+                    SqlValue::Text(t.clone()),
+                    SqlValue::Int((*p).into()),
+                    SqlValue::Int(*o),
+                ]
+            })
+            .collect();
+        match self {
+            Conn::Sqlite(c) => {
+                bind_scalars!(sqlx::query::<Sqlite>(&sql), values.iter())
+                    .execute(&mut **c)
+                    .await?;
+            }
+            Conn::Postgres(c) => {
+                // Four parameters per row is far under PostgreSQL's limit
+                // for any realistic number of partitions in a batch.
+                let mut q = sqlx::query::<Postgres>(&sql);
+                for v in &values {
+                    q = match v {
+                        SqlValue::Int(i) => q.bind(*i),
+                        SqlValue::Text(s) => q.bind(s.as_str()),
+                        _ => unreachable!("offsets are text and integers"),
+                    };
+                }
+                q.execute(&mut **c).await?;
+            }
+            Conn::MySql(c) => {
+                bind_scalars!(sqlx::query::<MySql>(&sql), values.iter())
+                    .execute(&mut **c)
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Every `(topic, partition, next offset)` stored for `connector`.
+    pub async fn load_offsets(
+        &mut self,
+        table: &str,
+        connector: &str,
+    ) -> Result<Vec<(String, i32, i64)>, sqlx::Error> {
+        let sql = self.dialect().load_offsets(table);
+        let rows = match self {
+            Conn::Sqlite(c) => sqlx::query(&sql)
+                .bind(connector)
+                .fetch_all(&mut **c)
+                .await?
+                .iter()
+                .map(|r| Ok((r.try_get(0)?, r.try_get::<i64, _>(1)? as i32, r.try_get(2)?)))
+                .collect::<Result<Vec<_>, sqlx::Error>>()?,
+            Conn::Postgres(c) => sqlx::query(&sql)
+                .bind(connector)
+                .fetch_all(&mut **c)
+                .await?
+                .iter()
+                .map(|r| Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?)))
+                .collect::<Result<Vec<_>, sqlx::Error>>()?,
+            Conn::MySql(c) => sqlx::query(&sql)
+                .bind(connector)
+                .fetch_all(&mut **c)
+                .await?
+                .iter()
+                .map(|r| Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?)))
+                .collect::<Result<Vec<_>, sqlx::Error>>()?,
+        };
+        Ok(rows)
+    }
+
+    pub async fn delete_offset(
+        &mut self,
+        table: &str,
+        connector: &str,
+        topic: &str,
+        partition: i32,
+    ) -> Result<(), sqlx::Error> {
+        let sql = self.dialect().delete_offset(table);
+        match self {
+            Conn::Sqlite(c) => {
+                sqlx::query(&sql)
+                    .bind(connector)
+                    .bind(topic)
+                    .bind(partition)
+                    .execute(&mut **c)
+                    .await?;
+            }
+            Conn::Postgres(c) => {
+                sqlx::query(&sql)
+                    .bind(connector)
+                    .bind(topic)
+                    .bind(partition)
+                    .execute(&mut **c)
+                    .await?;
+            }
+            Conn::MySql(c) => {
+                sqlx::query(&sql)
+                    .bind(connector)
+                    .bind(topic)
+                    .bind(partition)
+                    .execute(&mut **c)
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Constraint violations and bad values are data errors (this row is bad);
+/// lost connections, timeouts and lock conflicts are retriable; the rest
+/// (bad SQL, missing privileges, misconfiguration) is fatal.
+pub fn classify(context: String, e: sqlx::Error) -> ConnectError {
+    use sluice_sdk::ErrorKind as Kind;
+    use sqlx::error::ErrorKind as DbKind;
+    let kind = match &e {
+        sqlx::Error::Database(db) => {
+            let code = db.code().map(|c| c.to_string()).unwrap_or_default();
+            let mysql = db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>();
+            match db.kind() {
+                DbKind::UniqueViolation
+                | DbKind::ForeignKeyViolation
+                | DbKind::NotNullViolation
+                | DbKind::CheckViolation => Kind::Data,
+                _ if mysql.is_some() => classify_mysql(mysql.expect("checked").number()),
+                _ if code.starts_with("22") || code.starts_with("23") => Kind::Data,
+                _ if code.starts_with("08")
+                    || code.starts_with("53")
+                    || code.starts_with("57P")
+                    || code == "40001"
+                    || code == "40P01" =>
+                {
+                    Kind::Retriable
+                }
+                // SQLite: BUSY, LOCKED and their extended codes.
+                _ if matches!(code.as_str(), "5" | "6" | "261" | "262" | "517") => Kind::Retriable,
+                // SQLite: constraint (19 and extended), mismatch (20), too big (18).
+                _ if matches!(code.as_str(), "18" | "19" | "20")
+                    || code.parse::<u32>().is_ok_and(|c| c & 0xff == 19) =>
+                {
+                    Kind::Data
+                }
+                _ => Kind::Fatal,
+            }
+        }
+        sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::Protocol(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed => Kind::Retriable,
+        _ => Kind::Fatal,
+    };
+    let class = match (kind, &e) {
+        (Kind::Data, sqlx::Error::Database(db))
+            if db.code().is_some_and(|c| c.starts_with("22")) =>
+        {
+            "InvalidValue"
+        }
+        (Kind::Data, _) => "ConstraintViolation",
+        (Kind::Retriable, _) => "DatabaseUnavailable",
+        (Kind::Fatal, _) => "DatabaseError",
+    };
+    ConnectError::new(kind, context)
+        .with_class(class)
+        .with_source(e)
+}
+
+/// MySQL and MariaDB server error numbers.
+fn classify_mysql(number: u16) -> sluice_sdk::ErrorKind {
+    use sluice_sdk::ErrorKind as Kind;
+    match number {
+        // Duplicate key, NOT NULL, foreign key, check, out of range, too
+        // long, bad value for a column, truncated.
+        1062 | 1048 | 1216 | 1217 | 1451 | 1452 | 3819 | 4025 | 1264 | 1406 | 1366 | 1292
+        | 1265 => Kind::Data,
+        // Lock wait timeout, deadlock, too many connections, server gone,
+        // shutdown in progress, lost connection.
+        1205 | 1213 | 1040 | 2006 | 2013 | 1053 | 1927 => Kind::Retriable,
+        _ => Kind::Fatal,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls() {
+        assert_eq!(
+            Target::parse("jdbc:sqlite:q.db").unwrap(),
+            Target::Sqlite("q.db".into())
+        );
+        assert_eq!(
+            Target::parse("sqlite:///tmp/q.db").unwrap(),
+            Target::Sqlite("/tmp/q.db".into())
+        );
+        assert_eq!(
+            Target::parse("jdbc:postgresql://db:5432/w").unwrap(),
+            Target::Postgres("postgres://db:5432/w".into())
+        );
+        assert_eq!(
+            Target::parse("jdbc:mariadb://db:3306/w").unwrap(),
+            Target::MySql("mysql://db:3306/w".into())
+        );
+        let err = Target::parse("jdbc:oracle:thin:scott:tiger@x").unwrap_err();
+        assert_eq!(err.key.as_deref(), Some("connection.url"));
+        let err = Target::parse("oracle://scott:tiger@x/db").unwrap_err();
+        assert!(!err.to_string().contains("tiger"), "{err}");
+    }
+}

@@ -41,7 +41,8 @@ impl Db {
     }
 
     fn config(&self, extra: &[(&str, &str)]) -> ConfigMap {
-        let mut c: ConfigMap = [("connection.url".to_string(), format!("jdbc:{}", self.url))].into();
+        let mut c: ConfigMap =
+            [("connection.url".to_string(), format!("jdbc:{}", self.url))].into();
         for (k, v) in extra {
             c.insert(k.to_string(), v.to_string());
         }
@@ -139,7 +140,12 @@ async fn insert_modes(db: &Db) {
     insert[0] = ("insert.mode", "insert");
     let mut sink = db.task(&insert).await;
     let err = sink
-        .put(vec![rec("m", 5, Some("1"), Some(r#"{"name": "dup", "n": 0}"#))])
+        .put(vec![rec(
+            "m",
+            5,
+            Some("1"),
+            Some(r#"{"name": "dup", "n": 0}"#),
+        )])
         .await
         .unwrap_err();
     assert_eq!(err.kind, ErrorKind::Data, "{}", err.full_message());
@@ -183,9 +189,24 @@ async fn key_modes(db: &Db) {
         ])
         .await;
     sink.put(vec![
-        rec("v", 0, None, Some(r#"{"region": "eu", "id": 1, "total": 5, "secret": "s"}"#)),
-        rec("v", 1, None, Some(r#"{"region": "us", "id": 1, "total": 6}"#)),
-        rec("v", 2, None, Some(r#"{"region": "eu", "id": 1, "total": 7}"#)),
+        rec(
+            "v",
+            0,
+            None,
+            Some(r#"{"region": "eu", "id": 1, "total": 5, "secret": "s"}"#),
+        ),
+        rec(
+            "v",
+            1,
+            None,
+            Some(r#"{"region": "us", "id": 1, "total": 6}"#),
+        ),
+        rec(
+            "v",
+            2,
+            None,
+            Some(r#"{"region": "eu", "id": 1, "total": 7}"#),
+        ),
     ])
     .await
     .unwrap();
@@ -222,7 +243,12 @@ async fn create_and_evolve(db: &Db) {
         .unwrap();
     // A new field without auto.evolve: a data error naming the column.
     let err = sink
-        .put(vec![rec("e", 1, Some("2"), Some(r#"{"amount": 1, "note": "n"}"#))])
+        .put(vec![rec(
+            "e",
+            1,
+            Some("2"),
+            Some(r#"{"amount": 1, "note": "n"}"#),
+        )])
         .await
         .unwrap_err();
     assert_eq!(err.kind, ErrorKind::Data);
@@ -232,9 +258,12 @@ async fn create_and_evolve(db: &Db) {
     let mut evolving = base.to_vec();
     evolving.push(("auto.evolve", "true"));
     let mut sink = db.task(&evolving).await;
-    sink.put(vec![
-        rec("e", 1, Some("2"), Some(r#"{"amount": 1, "note": "n", "qty": 3}"#)),
-    ])
+    sink.put(vec![rec(
+        "e",
+        1,
+        Some("2"),
+        Some(r#"{"amount": 1, "note": "n", "qty": 3}"#),
+    )])
     .await
     .unwrap();
     let got = db
@@ -312,14 +341,24 @@ async fn guard(db: &Db) {
             ("table.name.format", t.as_str()),
         ])
         .await;
-    sink.put(vec![rec("g", 0, Some("1"), Some(r#"{"version": 5, "v": "five"}"#))])
-        .await
-        .unwrap();
+    sink.put(vec![rec(
+        "g",
+        0,
+        Some("1"),
+        Some(r#"{"version": 5, "v": "five"}"#),
+    )])
+    .await
+    .unwrap();
     // An older replay does not overwrite newer data; a newer one does; in
     // a batch the newest wins whatever the order.
-    sink.put(vec![rec("g", 1, Some("1"), Some(r#"{"version": 3, "v": "three"}"#))])
-        .await
-        .unwrap();
+    sink.put(vec![rec(
+        "g",
+        1,
+        Some("1"),
+        Some(r#"{"version": 3, "v": "three"}"#),
+    )])
+    .await
+    .unwrap();
     let select = format!(
         "SELECT {}, {}, v FROM {} ORDER BY id",
         db.text("id"),
@@ -344,7 +383,11 @@ async fn guard(db: &Db) {
         .await
         .unwrap_err();
     assert_eq!(err.kind, ErrorKind::Data);
-    assert!(err.message.contains("upsert.guard.column"), "{}", err.message);
+    assert!(
+        err.message.contains("upsert.guard.column"),
+        "{}",
+        err.message
+    );
     sink.stop().await;
 
     // update mode honours the guard too.
@@ -546,7 +589,9 @@ async fn jdbc_sink_on_sqlite() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn jdbc_sink_on_postgres() {
-    let Some(pg) = PgInstance::start() else { return };
+    let Some(pg) = PgInstance::start() else {
+        return;
+    };
     let db = Db {
         url: pg.url(),
         mysql: false,

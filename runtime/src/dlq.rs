@@ -309,7 +309,8 @@ pub fn replay(
     }
     let group = replay_group(topic, opts);
     let consumer = clients.tool_consumer(&group)?;
-    let producer: FutureProducer = clients.producer(&format!("{group}-producer"), &Default::default())?;
+    let producer: FutureProducer =
+        clients.producer(&format!("{group}-producer"), &Default::default())?;
     // Where the last run stopped.
     let metadata = consumer.fetch_metadata(Some(topic), TIMEOUT)?;
     let mut tpl = TopicPartitionList::new();

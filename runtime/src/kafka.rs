@@ -79,7 +79,12 @@ impl KafkaClients {
             .set("enable.idempotence", "true")
             .set("linger.ms", "5")
             .set("compression.type", "zstd");
-        for (k, v) in self.producer_overrides.iter().map(|(k, v)| (k, v)).chain(overrides) {
+        for (k, v) in self
+            .producer_overrides
+            .iter()
+            .map(|(k, v)| (k, v))
+            .chain(overrides)
+        {
             c.set(k, v);
         }
         c.create()
@@ -106,7 +111,12 @@ impl KafkaClients {
             .set("enable.partition.eof", "false")
             .set("partition.assignment.strategy", "cooperative-sticky")
             .set("statistics.interval.ms", "5000");
-        for (k, v) in self.consumer_overrides.iter().map(|(k, v)| (k, v)).chain(overrides) {
+        for (k, v) in self
+            .consumer_overrides
+            .iter()
+            .map(|(k, v)| (k, v))
+            .chain(overrides)
+        {
             c.set(k, v);
         }
         c.create_with_context(context)
@@ -251,7 +261,25 @@ impl KafkaClients {
             c.set(k, v);
         }
         let admin: AdminClient<DefaultClientContext> = c.create()?;
-        let new: Vec<NewTopic<'_>> = topics
+        // Only what is missing is created: that needs no CREATE permission
+        // for existing topics (and no CreateTopics support at all).
+        let existing: Vec<String> = {
+            let client = admin.inner();
+            let metadata = tokio::task::block_in_place(|| {
+                client.fetch_metadata(None, Duration::from_secs(30))
+            })?;
+            metadata
+                .topics()
+                .iter()
+                .filter(|t| t.error().is_none() && !t.partitions().is_empty())
+                .map(|t| t.name().to_string())
+                .collect()
+        };
+        let missing: Vec<&String> = topics.iter().filter(|t| !existing.contains(t)).collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let new: Vec<NewTopic<'_>> = missing
             .iter()
             .map(|t| NewTopic::new(t, partitions, TopicReplication::Fixed(replication)))
             .collect();

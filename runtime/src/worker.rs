@@ -846,9 +846,10 @@ impl Worker {
         let task_status = status.clone();
         let task_config = config.clone();
         let dlq_producer = match &v.common.errors.dlq {
-            Some(_) => match self
-                .clients
-                .producer(&format!("sluice-{name}-{id}-dlq"), &v.common.producer_overrides) {
+            Some(_) => match self.clients.producer(
+                &format!("sluice-{name}-{id}-dlq"),
+                &v.common.producer_overrides,
+            ) {
                 Ok(p) => Some(p),
                 Err(e) => {
                     status.set(

@@ -22,8 +22,8 @@ pub mod record;
 
 pub use config::{ConfigError, ConfigMap};
 pub use connector::{
-    ConnectorType, PartitionOffset, PluginInfo, SinkConnector, SinkTask, SourceConnector, SourceOffsets,
-    SourceRecord, SourceTask, TaskContext, source_partition_key,
+    ConnectorType, PartitionOffset, PluginInfo, SinkConnector, SinkTask, SourceConnector,
+    SourceOffsets, SourceRecord, SourceTask, TaskContext, source_partition_key,
 };
 pub use error::{ConnectError, ErrorKind};
 pub use record::{Header, Record};

@@ -449,10 +449,7 @@ impl Conn<'_> {
         let mut affected = 0;
         match self {
             Conn::Postgres(c) => {
-                let arrays: Vec<&str> = key_columns
-                    .iter()
-                    .map(|c| pg_array_type(c.kind))
-                    .collect();
+                let arrays: Vec<&str> = key_columns.iter().map(|c| pg_array_type(c.kind)).collect();
                 let casts: Vec<&str> = key_columns.iter().map(|c| c.sql_type.as_str()).collect();
                 let sql = Dialect::Postgres.delete(table, pk, keys.len(), &arrays, &casts);
                 let q = bind_pg_columns(sqlx::query(&sql), key_columns, keys);

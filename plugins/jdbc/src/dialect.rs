@@ -360,7 +360,10 @@ impl Dialect {
             Dialect::Postgres => {
                 let source = unnest_source(&keys, pg_arrays, pg_casts);
                 let target = format!("\"{TARGET}\"");
-                let cond: Vec<String> = keys.iter().map(|k| format!("{target}.{k} = u.{k}")).collect();
+                let cond: Vec<String> = keys
+                    .iter()
+                    .map(|k| format!("{target}.{k} = u.{k}"))
+                    .collect();
                 format!(
                     "DELETE FROM {t} AS {target} USING ({source}) AS u WHERE {}",
                     cond.join(" AND ")
@@ -369,7 +372,11 @@ impl Dialect {
             Dialect::Sqlite | Dialect::MySql => {
                 if keys.len() == 1 {
                     let params: Vec<String> = (1..=rows).map(|n| self.param(n)).collect();
-                    format!("DELETE FROM {t} WHERE {} IN ({})", keys[0], params.join(", "))
+                    format!(
+                        "DELETE FROM {t} WHERE {} IN ({})",
+                        keys[0],
+                        params.join(", ")
+                    )
                 } else {
                     let list = if self == Dialect::Sqlite {
                         format!("VALUES {}", self.value_rows(keys.len(), rows))
@@ -517,7 +524,9 @@ mod tests {
         let v = sql.find("`v` = IF(").unwrap();
         let g = sql.find("`updated_at` = IF(").unwrap();
         assert!(v < g, "{sql}");
-        assert!(sql.starts_with("INSERT INTO `t` (`id`, `updated_at`, `v`) VALUES (?, ?, ?) ON DUPLICATE KEY UPDATE"));
+        assert!(sql.starts_with(
+            "INSERT INTO `t` (`id`, `updated_at`, `v`) VALUES (?, ?, ?) ON DUPLICATE KEY UPDATE"
+        ));
     }
 
     #[test]
@@ -531,7 +540,12 @@ mod tests {
             guard: None,
         };
         assert_eq!(
-            Dialect::Postgres.unnest_write(&shape, WriteMode::Upsert, &["int8", "float8"], &["bigint", "numeric(10,2)"]),
+            Dialect::Postgres.unnest_write(
+                &shape,
+                WriteMode::Upsert,
+                &["int8", "float8"],
+                &["bigint", "numeric(10,2)"]
+            ),
             "INSERT INTO \"s\".\"Orders\" AS \"sluice_t\" (\"id\", \"amount\") SELECT u.\"id\", u.\"amount\" FROM \
              (SELECT (x.c1)::bigint AS \"id\", (x.c2)::numeric(10,2) AS \"amount\" FROM UNNEST($1::int8[], $2::float8[]) AS x(c1, c2)) AS u \
              ON CONFLICT (\"id\") DO UPDATE SET \"amount\" = EXCLUDED.\"amount\""

@@ -404,6 +404,9 @@ impl Op {
     }
 }
 
+/// Rows that write the same columns: (column names, key names, values).
+type StatementRows = (Vec<String>, Vec<String>, Vec<Vec<SqlValue>>);
+
 /// Consecutive operations of one kind, run as batched statements.
 enum Phase {
     Write(Vec<Row>),
@@ -776,8 +779,7 @@ impl JdbcSinkTask {
                 Phase::Write(rows) => {
                     // Rows with the same fields share a statement, so a field
                     // a record lacks never touches its column.
-                    let mut groups: Vec<(Vec<String>, Vec<String>, Vec<Vec<SqlValue>>)> =
-                        Vec::new();
+                    let mut groups: Vec<StatementRows> = Vec::new();
                     for row in rows {
                         let names: Vec<String> =
                             row.columns.iter().map(|(c, _)| c.clone()).collect();

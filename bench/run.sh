@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Runs Sluice's benchmarks with their baselines and prints their tables.
+#   bench/run.sh            every benchmark
+#   bench/run.sh jdbc       Kafka -> PostgreSQL upsert vs COPY and a Python loop
+#   bench/run.sh transform  the WASM transform boundary
+# Installs what it needs first (scripts/setup.sh, a Python venv with the
+# baselines' packages in $SLUICE_BENCH_VENV) and starts PostgreSQL.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+which="${1:-all}"
+scripts/setup.sh
+VENV="${SLUICE_BENCH_VENV:-/var/tmp/sluice-bench-venv}"
+if [[ ! -x "$VENV/bin/python" ]]; then
+  python3 -m venv "$VENV"
+fi
+"$VENV/bin/pip" install -q -r bench/baselines/requirements.txt
+export SLUICE_BENCH_PYTHON="$VENV/bin/python"
+
+if [[ "$which" == all || "$which" == jdbc ]]; then
+  eval "$(scripts/postgres.sh start)"
+  export SLUICE_BENCH_POSTGRES_URL="$SLUICE_TEST_POSTGRES_URL"
+  cargo bench --locked -p sluice-runtime --bench jdbc_sink
+fi
+if [[ "$which" == all || "$which" == transform ]]; then
+  cargo bench --locked -p sluice-runtime --bench transform
+fi

@@ -1,0 +1,233 @@
+//! Kafka -> PostgreSQL upsert with the JDBC sink, beside two baselines
+//! measured in the same run on the same broker and database:
+//!
+//! - a raw `COPY` of the same rows into an empty table (the ceiling);
+//! - the simple row-at-a-time loop (`bench/baselines/jdbc_upsert_loop.py`:
+//!   confluent-kafka, one SQLAlchemy transaction per record, a commit per
+//!   record), on a bounded prefix of the records, since it is slow.
+//!
+//!     bench/run.sh jdbc          (starts PostgreSQL and the Python venv)
+//!
+//! Environment: SLUICE_BENCH_POSTGRES_URL (required), SLUICE_BENCH_RECORDS
+//! (default 1000000), SLUICE_BENCH_PYTHON (a python with the baseline's
+//! packages), SLUICE_BENCH_PY_RECORDS (default 20000).
+
+use std::time::{Duration, Instant};
+
+use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
+use sluice_runtime::config::{ConnectorSpec, WorkerConfig};
+use sluice_runtime::kafka::{EmbeddedBroker, KafkaClients};
+use sluice_runtime::metrics::Metrics;
+use sluice_runtime::offsets::OffsetStore;
+use sluice_runtime::worker::{Worker, WorkerOptions};
+use sqlx::Connection;
+
+const TOPIC: &str = "bench-orders";
+/// The embedded broker keeps about 5 MiB per partition: spread the records.
+const PARTITIONS: i32 = 64;
+
+fn order(i: usize) -> String {
+    format!(
+        r#"{{"order_id":{i},"customer_id":"cust-{:05}","amount":{}.{:02},"currency":"EUR","status":"shipped","updated_at":"2026-01-01T00:00:{:02}.000Z"}}"#,
+        i % 1000,
+        10 + i % 500,
+        i % 100,
+        i % 60
+    )
+}
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+async fn produce(bootstrap: &str, n: usize) {
+    let producer: FutureProducer = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("linger.ms", "20")
+        .set("batch.num.messages", "10000")
+        .set("queue.buffering.max.messages", "1000000")
+        .create()
+        .unwrap();
+    let mut pending = Vec::with_capacity(10_000);
+    for i in 0..n {
+        let key = i.to_string();
+        let value = order(i);
+        let record = FutureRecord::to(TOPIC)
+            .key(&key)
+            .payload(&value)
+            .partition((i % PARTITIONS as usize) as i32);
+        pending.push(producer.send_result(record).map_err(|(e, _)| e).unwrap());
+        if pending.len() == 10_000 {
+            for d in pending.drain(..) {
+                d.await.unwrap().map_err(|(e, _)| e).unwrap();
+            }
+        }
+    }
+    for d in pending {
+        d.await.unwrap().map_err(|(e, _)| e).unwrap();
+    }
+    producer.flush(Duration::from_secs(30)).unwrap();
+}
+
+async fn count(url: &str, table: &str) -> i64 {
+    let mut c = sqlx::PgConnection::connect(url).await.unwrap();
+    let n: Option<i64> = sqlx::query_scalar(&format!(
+        "SELECT CASE WHEN to_regclass('{table}') IS NULL THEN 0 ELSE (SELECT COUNT(*) FROM {table}) END"
+    ))
+    .fetch_one(&mut c)
+    .await
+    .unwrap_or(Some(0));
+    n.unwrap_or(0)
+}
+
+async fn exec(url: &str, sql: &str) {
+    let mut c = sqlx::PgConnection::connect(url).await.unwrap();
+    sqlx::raw_sql(sql).execute(&mut c).await.unwrap();
+}
+
+/// Runs one jdbc-sink connector over the whole topic; returns records/s.
+async fn sluice_run(worker: &Worker, url: &str, name: &str, guarantee: &str, n: usize) -> f64 {
+    let table = format!("sluice_{}", name.replace('-', "_"));
+    exec(url, &format!("DROP TABLE IF EXISTS {table}; DELETE FROM sluice_offsets WHERE true")).await;
+    let spec = ConnectorSpec::from_json(&serde_json::json!({
+        "name": name,
+        "config": {
+            "connector.class": "jdbc-sink",
+            "topics": TOPIC,
+            "connection.url": url,
+            "insert.mode": "upsert",
+            "pk.mode": "record_value",
+            "pk.fields": "order_id",
+            "auto.create": "true",
+            "table.name.format": table,
+            "delivery.guarantee": guarantee,
+            "batch.max.records": "5000",
+            "batch.max.ms": "50",
+        }
+    }))
+    .unwrap();
+    let started = Instant::now();
+    worker.create(&spec).await.unwrap();
+    loop {
+        if count(url, &table).await >= n as i64 {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(1800),
+            "{name} did not finish"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let rate = n as f64 / started.elapsed().as_secs_f64();
+    worker.stop_connector(name).await;
+    rate
+}
+
+/// COPY of the same rows as CSV into an empty table: the ceiling.
+async fn copy_run(url: &str, n: usize) -> f64 {
+    exec(
+        url,
+        "DROP TABLE IF EXISTS copy_orders; CREATE TABLE copy_orders (order_id BIGINT PRIMARY KEY, customer_id TEXT, amount DOUBLE PRECISION, currency TEXT, status TEXT, updated_at TEXT)",
+    )
+    .await;
+    let mut csv = String::with_capacity(n * 80);
+    for i in 0..n {
+        let v: serde_json::Value = serde_json::from_str(&order(i)).unwrap();
+        csv.push_str(&format!(
+            "{},{},{},{},{},{}\n",
+            v["order_id"],
+            v["customer_id"].as_str().unwrap(),
+            v["amount"],
+            v["currency"].as_str().unwrap(),
+            v["status"].as_str().unwrap(),
+            v["updated_at"].as_str().unwrap()
+        ));
+    }
+    let mut c = sqlx::PgConnection::connect(url).await.unwrap();
+    let started = Instant::now();
+    let mut copy = c
+        .copy_in_raw("COPY copy_orders FROM STDIN (FORMAT csv)")
+        .await
+        .unwrap();
+    for chunk in csv.as_bytes().chunks(1 << 20) {
+        copy.send(chunk).await.unwrap();
+    }
+    copy.finish().await.unwrap();
+    n as f64 / started.elapsed().as_secs_f64()
+}
+
+fn python_run(bootstrap: &str, url: &str, n: usize) -> Option<f64> {
+    let python = std::env::var("SLUICE_BENCH_PYTHON").ok()?;
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../bench/baselines/jdbc_upsert_loop.py");
+    let out = std::process::Command::new(python)
+        .args([script, "--bootstrap", bootstrap, "--topic", TOPIC, "--url"])
+        .arg(url.replacen("postgres://", "postgresql+psycopg2://", 1))
+        .args(["--records", &n.to_string()])
+        .output()
+        .expect("running the Python baseline");
+    assert!(
+        out.status.success(),
+        "the Python baseline failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    line["records_per_second"].as_f64()
+}
+
+fn main() {
+    let url = std::env::var("SLUICE_BENCH_POSTGRES_URL")
+        .expect("SLUICE_BENCH_POSTGRES_URL: run through bench/run.sh, which starts PostgreSQL");
+    let n = env_usize("SLUICE_BENCH_RECORDS", 1_000_000);
+    let py_n = env_usize("SLUICE_BENCH_PY_RECORDS", 20_000).min(n);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let broker = EmbeddedBroker::start().unwrap();
+        broker.create_topic(TOPIC, PARTITIONS).await.unwrap();
+        let bootstrap = broker.bootstrap_servers().to_string();
+        eprintln!("producing {n} records...");
+        produce(&bootstrap, n).await;
+        let config = WorkerConfig::from_map(&Default::default()).unwrap();
+        let worker = Worker::new(WorkerOptions {
+            id: "bench".into(),
+            wasm_cache_dir: None,
+            providers: Default::default(),
+            config_store: None,
+            plugin_path: Vec::new(),
+            transforms_library: None,
+            clients: KafkaClients::new(&config, bootstrap.clone(), Some(broker.clone())),
+            offsets: OffsetStore::open(None).unwrap(),
+            default_partitions: 1,
+            shutdown_timeout: Duration::from_secs(5),
+            metrics: Metrics::new(),
+        })
+        .unwrap();
+        exec(&url, "CREATE TABLE IF NOT EXISTS sluice_offsets (connector VARCHAR(255) NOT NULL, topic VARCHAR(255) NOT NULL, \"partition\" INTEGER NOT NULL, \"offset\" BIGINT NOT NULL, PRIMARY KEY (connector, topic, \"partition\"))").await;
+        eprintln!("sluice at-least-once...");
+        let alo = sluice_run(&worker, &url, "bench-alo", "at-least-once", n).await;
+        eprintln!("sluice exactly-once...");
+        let eos = sluice_run(&worker, &url, "bench-eos", "exactly-once", n).await;
+        eprintln!("COPY...");
+        let copy = copy_run(&url, n).await;
+        eprintln!("Python row-at-a-time loop over {py_n} records...");
+        let py = python_run(&bootstrap, &url, py_n);
+
+        println!("\n{n} JSON order records, Kafka (embedded broker, {PARTITIONS} partitions) -> PostgreSQL, upsert by order_id, one task\n");
+        println!("| pipeline | records/s | vs COPY | vs Python loop |");
+        println!("|---|---:|---:|---:|");
+        let vs_py = |r: f64| py.map(|p| format!("{:.1}x", r / p)).unwrap_or("not run".into());
+        println!("| raw COPY into an empty table (ceiling) | {copy:.0} | 1.00 | {} |", vs_py(copy));
+        println!("| Sluice jdbc-sink, at-least-once | {alo:.0} | {:.2} | {} |", alo / copy, vs_py(alo));
+        println!("| Sluice jdbc-sink, exactly-once | {eos:.0} | {:.2} | {} |", eos / copy, vs_py(eos));
+        match py {
+            Some(p) => println!("| Python loop (confluent-kafka + SQLAlchemy, 1 tx per record), {py_n} records | {p:.0} | {:.3} | 1.0x |", p / copy),
+            None => println!("| Python loop | NOT RUN: set SLUICE_BENCH_PYTHON (bench/run.sh does) | | |"),
+        }
+        println!("\nexactly-once / at-least-once: {:.2}", eos / alo);
+    });
+}

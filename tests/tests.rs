@@ -9,6 +9,7 @@ mod fixtures;
 mod config_errors;
 mod error_handling;
 mod hot_swap;
+mod languages;
 mod native_plugins;
 mod observability;
 mod persistence;

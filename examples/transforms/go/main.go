@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 	"unsafe"
 )
 
@@ -260,6 +261,10 @@ type member struct {
 // parseObject reads a JSON object's members in order; notObject says the
 // value is valid JSON of another kind.
 func parseObject(value []byte) (members []member, notObject bool, err error) {
+	if !utf8.Valid(value) {
+		// encoding/json would replace invalid UTF-8; JSON text is UTF-8.
+		return nil, false, fmt.Errorf("invalid UTF-8")
+	}
 	if !json.Valid(value) {
 		var v any
 		err = json.Unmarshal(value, &v)

@@ -10,12 +10,13 @@
 //! keep duplicates).
 //!
 //! An output line is `{"input": N, "result": "ok", "records": [...]}` (N
-//! counts input lines from 1; `records` is empty when the record was
-//! dropped, and `"result": "dropped"` says so), or `{"input": N, "result":
-//! "error", "class": "data"|"retriable"|"fatal", "message": ...}`. Output
-//! records have the input's shape, with `headers` as `[key, value]` pairs:
-//! a value that is JSON other than a string is shown as that JSON, anything
-//! else as its text (lossy UTF-8).
+//! counts the sample records from 1, blank lines aside; `records` is empty,
+//! and `"result"` is `"dropped"`, when the record was dropped), or
+//! `{"input": N, "result": "error", "class": "data"|"retriable"|"fatal",
+//! "message": ...}`. Output records have the input's shape, with `headers`
+//! as `[key, value]` pairs (values as text, lossy UTF-8); a key or value
+//! that is JSON other than a string is shown as that JSON, anything else as
+//! its text (lossy UTF-8).
 
 use std::path::Path;
 
@@ -169,7 +170,7 @@ pub fn record_json(r: &Record) -> Value {
         "timestamp": r.timestamp,
         "key": show_bytes(&r.key),
         "value": show_bytes(&r.value),
-        "headers": r.headers.iter().map(|h| json!([h.key, show_bytes(&h.value)])).collect::<Vec<_>>(),
+        "headers": r.headers.iter().map(|h| json!([h.key, h.value.as_ref().map(|v| String::from_utf8_lossy(v))])).collect::<Vec<_>>(),
     })
 }
 

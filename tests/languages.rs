@@ -543,3 +543,64 @@ fn transform_test_command_fails_on_a_load_error() {
     assert_ne!(code, 0);
     assert!(stderr.contains("input line 2"), "{stderr}");
 }
+
+/// Every language's component in one real pipeline: a datagen source whose
+/// records go through a chain of all seven transforms (each adding its own
+/// field) to Kafka.
+#[tokio::test(flavor = "multi_thread")]
+async fn every_language_in_one_connector_chain() {
+    const COUNT: usize = 40;
+    let modules: Vec<(&str, PathBuf)> = LANGUAGES.iter().map(|l| (*l, build_language(l))).collect();
+    let env = fixtures::InProcess::start();
+    let mut config = json!({
+        "connector.class": "datagen", "topic": "polyglot", "rate": "1000",
+        "count": COUNT.to_string(), "batch.size": "10",
+        "transforms": LANGUAGES.join(","),
+    });
+    for (language, module) in &modules {
+        let c = config.as_object_mut().unwrap();
+        c.insert(format!("transforms.{language}.type"), json!("wasm"));
+        c.insert(
+            format!("transforms.{language}.module"),
+            json!(module.display().to_string()),
+        );
+        c.insert(
+            format!("transforms.{language}.add.field"),
+            json!(format!("by_{language}")),
+        );
+        c.insert(format!("transforms.{language}.add.value"), json!(language));
+    }
+    env.create(json!({"name": "polyglot", "config": config}))
+        .await;
+    let bootstrap = env.broker.bootstrap_servers().to_string();
+    let records = fixtures::eventually(
+        std::time::Duration::from_secs(180),
+        "every generated record through the chain",
+        || {
+            let bootstrap = bootstrap.clone();
+            async move {
+                let records = tokio::task::spawn_blocking(move || {
+                    fixtures::read_topic(&bootstrap, "polyglot")
+                })
+                .await
+                .ok()?;
+                (records.len() >= COUNT).then_some(records)
+            }
+        },
+    )
+    .await;
+    assert_eq!(records.len(), COUNT);
+    for m in &records {
+        use rdkafka::Message;
+        let value: Value = serde_json::from_slice(m.payload().expect("a value")).unwrap();
+        for language in LANGUAGES {
+            assert_eq!(
+                value[format!("by_{language}")],
+                json!(language),
+                "the {language} transform ran on {value}"
+            );
+        }
+        let status = value["status"].as_str().expect("datagen sets a status");
+        assert_eq!(status, status.to_uppercase(), "{value}");
+    }
+}

@@ -368,7 +368,11 @@ fn c_bindings_match_the_wit() {
     let committed = root.join("examples/transforms/c/bindings");
     let found = std::env::split_paths(&tools_path()).any(|d| d.join("wit-bindgen").is_file());
     if !found {
-        eprintln!(
+        // Straight to the process's stderr, past the test harness's output
+        // capture, so that it shows even though the test passes.
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
             "\n!!! NOT CHECKED: wit-bindgen is not on PATH, so the committed C bindings in \
              {} were not compared with a fresh generation. Install it with \
              `cargo install wit-bindgen-cli --version 0.57.1` to check them.\n",

@@ -8,6 +8,9 @@
 #   - MariaDB (the JDBC sink's MySQL dialect; tests start their own server)
 #   - promtool, from Debian's prometheus package (the alert rules' tests)
 #   - the Rust toolchain pinned in rust-toolchain.toml, with wasm32-wasip2
+#   - the toolchains of the example transforms in other languages (C, Python,
+#     JavaScript, AssemblyScript, Zig, Go): scripts/wasm-toolchains.sh, into
+#     ${SLUICE_TOOLS_DIR:-/var/tmp/sluice-tools} (skip: SLUICE_SETUP_WASM_TOOLCHAINS=0)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -46,4 +49,10 @@ rustup toolchain install >/dev/null 2>&1 || rustup show active-toolchain >/dev/n
 toolchain="$(sed -n 's/^channel *= *"\(.*\)"/\1/p' rust-toolchain.toml)"
 if ! rustup target list --toolchain "$toolchain" --installed | grep -q '^wasm32-wasip2$'; then
   rustup target add --toolchain "$toolchain" wasm32-wasip2
+fi
+
+# The example transforms' toolchains (the tests build every language's
+# example; they find the tools in the same prefix).
+if [[ "${SLUICE_SETUP_WASM_TOOLCHAINS:-1}" == 1 ]]; then
+  scripts/wasm-toolchains.sh >/dev/null
 fi

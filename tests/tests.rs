@@ -11,6 +11,7 @@ mod crash;
 mod error_handling;
 mod hot_swap;
 mod jdbc;
+mod languages;
 mod native_plugins;
 mod observability;
 mod persistence;

@@ -39,6 +39,45 @@ enum Command {
         #[command(subcommand)]
         command: DlqCommand,
     },
+    /// Works with WASM transform components.
+    Transform {
+        #[command(subcommand)]
+        command: TransformCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum TransformCommand {
+    /// Runs a component over sample records and prints each result as a
+    /// JSON line: `{"input": N, "result": "ok"|"dropped", "records": [...]}`
+    /// or `{"input": N, "result": "error", "class": ..., "message": ...}`.
+    /// Exits non-zero if the component cannot be loaded or rejects its
+    /// config (not for a record's error: that is printed).
+    Test {
+        /// The component (.wasm).
+        module: PathBuf,
+        /// Sample records, one JSON object per line (`-` for standard
+        /// input): {"key":..., "value":..., "headers":{...}, "topic":...};
+        /// a JSON string stands for its text, other JSON for its
+        /// serialisation, null for none.
+        #[arg(long)]
+        input: PathBuf,
+        /// A config key as the transform receives it (without
+        /// `transforms.<alias>.`), as key=value; repeatable.
+        #[arg(long = "config", value_name = "KEY=VALUE")]
+        config: Vec<String>,
+        /// The world the component must implement.
+        #[arg(long, value_enum, default_value = "auto")]
+        world: crate::transform::sample::WorldChoice,
+        /// One call per record (`transform`) instead of one batch
+        /// (`transform-batch`).
+        #[arg(long)]
+        per_record: bool,
+        /// Where compiled code is cached (default: the worker's default,
+        /// ~/.cache/sluice/wasm).
+        #[arg(long)]
+        cache_dir: Option<PathBuf>,
+    },
 }
 
 #[derive(clap::Args)]
@@ -161,6 +200,74 @@ pub fn main() -> ExitCode {
         Command::Dlq { command } => {
             crate::logging::init(crate::logging::LogFormat::Text);
             dlq(command)
+        }
+        Command::Transform { command } => transform(command),
+    }
+}
+
+fn transform(command: TransformCommand) -> ExitCode {
+    use crate::transform::sample::{self, SampleError};
+    let TransformCommand::Test {
+        module,
+        input,
+        config,
+        world,
+        per_record,
+        cache_dir,
+    } = command;
+    let mut pairs = Vec::with_capacity(config.len());
+    for c in &config {
+        match c.split_once('=') {
+            Some((k, v)) => pairs.push((k.to_string(), v.to_string())),
+            None => {
+                eprintln!("error: --config {c}: expected KEY=VALUE");
+                return ExitCode::from(EXIT_CONFIG);
+            }
+        }
+    }
+    let text = if input.as_os_str() == "-" {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut s).map(|_| s)
+    } else {
+        std::fs::read_to_string(&input)
+    };
+    let text = match text {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: reading {}: {e}", input.display());
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
+    let outcome = sample::parse_records(&text).and_then(|records| {
+        sample::run(
+            &module,
+            pairs,
+            world,
+            records,
+            per_record,
+            cache_dir.or_else(crate::config::default_cache_dir),
+        )
+    });
+    match outcome {
+        Ok(results) => {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            for (i, r) in results.iter().enumerate() {
+                // A closed pipe (`| head`) is not an error worth a panic.
+                if writeln!(out, "{}", sample::outcome_json(i + 1, r)).is_err() {
+                    break;
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            let what = match e {
+                SampleError::Load(_) => "loading the component",
+                SampleError::Configure(_) => "configuring the component",
+                SampleError::Input(_) => "reading the sample records",
+            };
+            eprintln!("error: {what}: {e}");
+            ExitCode::from(EXIT_CONFIG)
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The transform chain a task runs every batch through: WASM components in
 //! order, each optionally guarded by a predicate.
 
+pub mod sample;
 pub mod wasm;
 
 use std::collections::HashMap;

@@ -639,7 +639,10 @@ impl WasmTransform {
         results
     }
 
-    fn transform_one(&mut self, record: &Record) -> Outcome {
+    /// One record through the component's per-record entry point
+    /// (`transform`; a one-record batch for the bytes world). A trap is this
+    /// record's `data` error, and the instance is replaced.
+    pub fn transform_one(&mut self, record: &Record) -> Outcome {
         let ticks = ticks_for(self.limits.timeout_ms);
         let (store, instance) = self.instance()?;
         store.set_epoch_deadline(ticks);

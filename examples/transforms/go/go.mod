@@ -1,0 +1,3 @@
+module sluice.invalid/examples/transforms/go
+
+go 1.24

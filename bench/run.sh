@@ -3,6 +3,7 @@
 #   bench/run.sh            every benchmark
 #   bench/run.sh jdbc       Kafka -> PostgreSQL upsert vs COPY and a Python loop
 #   bench/run.sh transform  the WASM transform boundary
+#   bench/run.sh languages  the reference transform in every language
 # Installs what it needs first (scripts/setup.sh, a Python venv with the
 # baselines' packages in $SLUICE_BENCH_VENV) and starts PostgreSQL.
 set -euo pipefail
@@ -23,4 +24,7 @@ if [[ "$which" == all || "$which" == jdbc ]]; then
 fi
 if [[ "$which" == all || "$which" == transform ]]; then
   cargo bench --locked -p sluice-runtime --bench transform
+fi
+if [[ "$which" == all || "$which" == languages ]]; then
+  cargo bench --locked -p sluice-runtime --bench languages
 fi

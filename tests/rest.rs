@@ -715,7 +715,7 @@ async fn plugins_describe_and_validate_their_configs() {
         pk["value"]["errors"][0]
             .as_str()
             .unwrap()
-            .contains("needs a primary key"),
+            .contains("need a primary key"),
         "{pk}"
     );
     assert_eq!(entry(&v, "insert.mode")["value"]["value"], "upsert");

@@ -108,8 +108,8 @@ async fn sluice_run(worker: &Worker, url: &str, name: &str, guarantee: &str, n: 
             "auto.create": "true",
             "table.name.format": table,
             "delivery.guarantee": guarantee,
-            "batch.max.records": "5000",
-            "batch.max.ms": "50",
+            "batch.max.records": std::env::var("SLUICE_BENCH_BATCH_RECORDS").unwrap_or("5000".into()),
+            "batch.max.ms": std::env::var("SLUICE_BENCH_BATCH_MS").unwrap_or("50".into()),
         }
     }))
     .unwrap();
@@ -128,6 +128,52 @@ async fn sluice_run(worker: &Worker, url: &str, name: &str, guarantee: &str, n: 
     let rate = n as f64 / started.elapsed().as_secs_f64();
     worker.stop_connector(name).await;
     rate
+}
+
+/// Reading the topic and nothing else, with the same client settings the
+/// sink's consumer gets: what the broker and client can deliver.
+async fn consume_only(clients: &KafkaClients, n: usize) -> f64 {
+    use rdkafka::consumer::Consumer;
+    let consumer = clients.tool_consumer("bench-consume-only").unwrap();
+    let mut all = rdkafka::TopicPartitionList::new();
+    for p in 0..PARTITIONS {
+        all.add_partition_offset(TOPIC, p, rdkafka::Offset::Beginning)
+            .unwrap();
+    }
+    consumer.assign(&all).unwrap();
+    let mut seen = 0;
+    let mut started = None;
+    tokio::task::block_in_place(|| {
+        while seen < n {
+            match consumer.poll(Duration::from_secs(1)) {
+                Some(Ok(_)) => {
+                    started.get_or_insert_with(Instant::now);
+                    seen += 1;
+                }
+                Some(Err(e)) => panic!("consuming: {e}"),
+                None => {}
+            }
+        }
+    });
+    n as f64 / started.unwrap().elapsed().as_secs_f64()
+}
+
+/// The database's own upsert rate: the same statement shape fed by
+/// `generate_series` inside the server (no client, no parsing).
+async fn server_upsert(url: &str, n: usize) -> f64 {
+    exec(
+        url,
+        "DROP TABLE IF EXISTS ceiling_orders; CREATE TABLE ceiling_orders (order_id BIGINT PRIMARY KEY, customer_id TEXT, amount DOUBLE PRECISION, currency TEXT, status TEXT, updated_at TEXT)",
+    )
+    .await;
+    let started = Instant::now();
+    exec(url, &format!(
+        "INSERT INTO ceiling_orders SELECT g, 'cust-' || (g % 1000), 10 + (g % 500), 'EUR', 'shipped', '2026-01-01T00:00:00.000Z' FROM generate_series(0, {}) g \
+         ON CONFLICT (order_id) DO UPDATE SET customer_id = EXCLUDED.customer_id, amount = EXCLUDED.amount, currency = EXCLUDED.currency, status = EXCLUDED.status, updated_at = EXCLUDED.updated_at",
+        n - 1
+    ))
+    .await;
+    n as f64 / started.elapsed().as_secs_f64()
 }
 
 /// COPY of the same rows as CSV into an empty table: the ceiling.
@@ -221,6 +267,10 @@ fn main() {
         let eos = sluice_run(&worker, &url, "bench-eos", "exactly-once", n).await;
         eprintln!("COPY...");
         let copy = copy_run(&url, n).await;
+        eprintln!("consume only...");
+        let consumed = consume_only(&KafkaClients::new(&config, bootstrap.clone(), Some(broker.clone())), n).await;
+        eprintln!("server-side upsert...");
+        let server = server_upsert(&url, n).await;
         eprintln!("Python row-at-a-time loop over {py_n} records...");
         let py = python_run(&bootstrap, &url, py_n);
 
@@ -229,6 +279,8 @@ fn main() {
         println!("|---|---:|---:|---:|");
         let vs_py = |r: f64| py.map(|p| format!("{:.1}x", r / p)).unwrap_or("not run".into());
         println!("| raw COPY into an empty table (ceiling) | {copy:.0} | 1.00 | {} |", vs_py(copy));
+        println!("| the database alone: INSERT ... SELECT generate_series ON CONFLICT DO UPDATE | {server:.0} | {:.2} | {} |", server / copy, vs_py(server));
+        println!("| the broker alone: consume the topic, no processing | {consumed:.0} | {:.2} | {} |", consumed / copy, vs_py(consumed));
         println!("| Sluice jdbc-sink, at-least-once | {alo:.0} | {:.2} | {} |", alo / copy, vs_py(alo));
         println!("| Sluice jdbc-sink, exactly-once | {eos:.0} | {:.2} | {} |", eos / copy, vs_py(eos));
         match py {

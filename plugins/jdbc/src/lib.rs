@@ -580,10 +580,11 @@ impl JdbcSinkTask {
         let ops = if self.cfg.insert_mode == InsertMode::Insert {
             ops
         } else {
-            let mut winner: HashMap<String, usize> = HashMap::with_capacity(ops.len());
+            let keys: Vec<String> = ops.iter().map(Op::key).collect();
+            let mut winner: HashMap<&str, usize> = HashMap::with_capacity(ops.len());
             for (i, op) in ops.iter().enumerate() {
-                let key = op.key();
-                let replace = match (winner.get(&key).map(|&w| &ops[w]), op) {
+                let key = keys[i].as_str();
+                let replace = match (winner.get(key).map(|&w| &ops[w]), op) {
                     (Some(Op::Write(old)), Op::Write(new)) => match (&old.guard, &new.guard) {
                         (Some(a), Some(b)) => !b.is_older_than(a),
                         _ => true,
@@ -594,10 +595,13 @@ impl JdbcSinkTask {
                     winner.insert(key, i);
                 }
             }
+            let keep: Vec<bool> = (0..ops.len())
+                .map(|i| winner.get(keys[i].as_str()) == Some(&i))
+                .collect();
             ops.into_iter()
-                .enumerate()
-                .filter(|(i, op)| winner.get(&op.key()) == Some(i))
-                .map(|(_, op)| op)
+                .zip(keep)
+                .filter(|(_, keep)| *keep)
+                .map(|(op, _)| op)
                 .collect()
         };
         let mut phases: Vec<Phase> = Vec::new();

@@ -850,3 +850,372 @@ async fn any_request_body_gets_a_success_or_a_4xx() {
     }
     env.worker.shutdown().await;
 }
+
+/// Serves the REST API of an in-process worker on a real socket.
+async fn serve(env: &InProcess) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let app = sluice_runtime::rest::router(env.worker.clone());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    base
+}
+
+/// Runs the `sluice` binary: (exit code, stdout, stderr).
+async fn sluice(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(args)
+        .env_remove("SLUICE_URL")
+        .envs(env.iter().copied())
+        .env("NO_COLOR", "1")
+        .output()
+        .await
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `sluice connectors ...` and `sluice plugins` against a worker over a real
+/// socket: tables, `--output json`, and the exit codes scripts rely on (0 ok,
+/// 1 the worker's error with its message, 2 bad input file, 3 unreachable).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_connectors_cli_drives_a_worker() {
+    use std::time::Duration;
+    let env = InProcess::start();
+    let base = serve(&env).await;
+    let cli = |args: Vec<&str>| {
+        let args: Vec<String> = args.into_iter().map(str::to_string).collect();
+        let url = base.clone();
+        async move {
+            let mut all: Vec<&str> = args.iter().map(String::as_str).collect();
+            all.extend(["--url", url.as_str()]);
+            sluice(&all, &[]).await
+        }
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("gen.json");
+    std::fs::write(&file, source("gen").to_string()).unwrap();
+    let file = file.display().to_string();
+
+    let (code, out, err) = cli(vec!["plugins"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.starts_with("CLASS") && out.contains("datagen") && out.contains("jdbc-sink"),
+        "{out}"
+    );
+    let (code, out, _) = cli(vec!["plugins", "--all", "--output", "json"]).await;
+    assert_eq!(code, 0);
+    let all: Value = serde_json::from_str(&out).unwrap();
+    assert!(
+        all.as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["type"] == "predicate"),
+        "{all}"
+    );
+    assert_eq!(
+        cli(vec!["connectors", "list"]).await.1.trim(),
+        "no connectors"
+    );
+
+    // Create; again is the worker's 409, its message printed, exit 1.
+    let (code, out, err) = cli(vec!["connectors", "create", "-f", &file]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("created gen (source, 1 task)"), "{out}");
+    assert!(out.contains("topic") && out.contains("gen-t"), "{out}");
+    let (code, out, err) = cli(vec!["connectors", "create", "-f", &file]).await;
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        err.contains("Connector gen already exists") && err.contains("HTTP 409"),
+        "{err}"
+    );
+    let (code, out, _) = cli(vec![
+        "connectors",
+        "create",
+        "-f",
+        &file,
+        "--output",
+        "json",
+    ])
+    .await;
+    assert_eq!(code, 1);
+    assert_eq!(
+        serde_json::from_str::<Value>(&out).unwrap()["error_code"],
+        409,
+        "{out}"
+    );
+
+    // Reads: tables and JSON.
+    crate::fixtures::eventually(
+        Duration::from_secs(60),
+        "gen listed RUNNING",
+        || async move {
+            let (_, out, _) = cli(vec!["connectors", "list"]).await;
+            let row = out.lines().find(|l| l.starts_with("gen "))?.to_string();
+            (out.starts_with("NAME")
+                && row.contains("source")
+                && row.contains("1 RUNNING")
+                && row.contains("datagen"))
+            .then_some(())
+        },
+    )
+    .await;
+    let (code, out, _) = cli(vec!["connectors", "list", "--output", "json"]).await;
+    assert_eq!(code, 0);
+    let listed: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(listed["gen"]["info"]["type"], "source", "{listed}");
+    let (code, out, _) = cli(vec!["connectors", "get", "gen"]).await;
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("KEY") && out.contains("connector.class") && out.contains("datagen"),
+        "{out}"
+    );
+    let (code, out, _) = cli(vec!["connectors", "status", "gen"]).await;
+    assert_eq!(code, 0);
+    assert!(out.starts_with("gen (source): RUNNING"), "{out}");
+    assert!(out.contains("TASK") && out.contains("test-worker"), "{out}");
+    let (code, out, _) = cli(vec!["connectors", "status", "gen", "--output", "json"]).await;
+    assert_eq!(code, 0);
+    assert_eq!(
+        serde_json::from_str::<Value>(&out).unwrap()["connector"]["state"],
+        "RUNNING"
+    );
+    let (code, _, err) = cli(vec!["connectors", "get", "missing"]).await;
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("Connector missing not found") && err.contains("HTTP 404"),
+        "{err}"
+    );
+    let (code, _, err) = cli(vec!["connectors", "status", "missing"]).await;
+    assert_eq!((code, err.contains("HTTP 404")), (1, true), "{err}");
+
+    // Update from the same kind of file.
+    let mut changed = source("gen");
+    changed["config"]["rate"] = json!("30");
+    std::fs::write(&file, changed.to_string()).unwrap();
+    let (code, out, err) = cli(vec!["connectors", "update", "-f", &file]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("updated (tasks restarted): gen"), "{out}");
+    let (code, out, _) = cli(vec!["connectors", "update", "-f", &file]).await;
+    assert_eq!((code, out.starts_with("unchanged")), (0, true), "{out}");
+    let mut invalid = changed.clone();
+    invalid["config"]["rate"] = json!("fast");
+    let bad_file = dir.path().join("bad.json");
+    std::fs::write(&bad_file, invalid.to_string()).unwrap();
+    let (code, _, err) = cli(vec![
+        "connectors",
+        "update",
+        "-f",
+        &bad_file.display().to_string(),
+    ])
+    .await;
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("key `rate`") && err.contains("HTTP 400"),
+        "{err}"
+    );
+
+    // Target states.
+    let (code, out, _) = cli(vec!["connectors", "pause", "gen"]).await;
+    assert_eq!((code, out.trim()), (0, "paused connector gen"));
+    let (_, out, _) = cli(vec!["connectors", "status", "gen"]).await;
+    assert!(out.starts_with("gen (source): PAUSED"), "{out}");
+    let (code, out, _) = cli(vec!["connectors", "resume", "gen", "--output", "json"]).await;
+    assert_eq!(code, 0);
+    assert_eq!(
+        serde_json::from_str::<Value>(&out).unwrap(),
+        json!({"name": "gen", "result": "resumed"})
+    );
+    let (code, out, _) = cli(vec!["connectors", "stop", "gen"]).await;
+    assert_eq!((code, out.trim()), (0, "stopped connector gen"));
+    let (_, out, _) = cli(vec!["connectors", "status", "gen"]).await;
+    assert!(
+        out.starts_with("gen (source): STOPPED") && out.contains("no tasks"),
+        "{out}"
+    );
+    let (code, _, err) = cli(vec!["connectors", "pause", "gen"]).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("STOPPED") && err.contains("HTTP 409"), "{err}");
+    let (code, _, err) = cli(vec!["connectors", "restart", "gen"]).await;
+    assert_eq!((code, err.contains("HTTP 409")), (1, true), "{err}");
+    let (code, out, _) = cli(vec!["connectors", "offsets", "gen", "--output", "json"]).await;
+    assert_eq!(code, 0);
+    assert!(
+        serde_json::from_str::<Value>(&out).unwrap()["offsets"].is_array(),
+        "{out}"
+    );
+    let (code, out, _) = cli(vec!["connectors", "offsets", "gen"]).await;
+    assert!(
+        code == 0 && (out.starts_with("PARTITION") || out.trim() == "no offsets"),
+        "{out}"
+    );
+    assert_eq!(cli(vec!["connectors", "resume", "gen"]).await.0, 0);
+    let (code, out, _) = cli(vec!["connectors", "restart", "gen"]).await;
+    assert_eq!((code, out.trim()), (0, "restarted connector gen"));
+    let (code, out, err) = cli(vec!["connectors", "restart", "gen", "--include-tasks"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.starts_with("gen (source): ") && out.contains("TASK"),
+        "{out}"
+    );
+    let (code, _, err) = cli(vec![
+        "connectors",
+        "restart",
+        "missing",
+        "--include-tasks",
+        "--only-failed",
+    ])
+    .await;
+    assert_eq!((code, err.contains("HTTP 404")), (1, true), "{err}");
+
+    // Bad input files: exit 2, nothing sent.
+    let not_json = dir.path().join("not.json");
+    std::fs::write(&not_json, "{nope").unwrap();
+    let (code, _, err) = cli(vec![
+        "connectors",
+        "create",
+        "-f",
+        &not_json.display().to_string(),
+    ])
+    .await;
+    assert_eq!(code, 2);
+    assert!(err.contains("not valid JSON"), "{err}");
+    let nameless = dir.path().join("nameless.json");
+    std::fs::write(&nameless, r#"{"config": {"connector.class": "datagen"}}"#).unwrap();
+    let (code, _, err) = cli(vec![
+        "connectors",
+        "update",
+        "-f",
+        &nameless.display().to_string(),
+    ])
+    .await;
+    assert_eq!(code, 2);
+    assert!(err.contains("no `name` string"), "{err}");
+    let (code, _, err) = cli(vec!["connectors", "create", "-f", "/nonexistent/c.json"]).await;
+    assert_eq!(
+        (code, err.contains("reading /nonexistent/c.json")),
+        (2, true),
+        "{err}"
+    );
+    assert_eq!(
+        cli(vec!["connectors", "frobnicate"]).await.0,
+        2,
+        "usage errors exit 2"
+    );
+
+    // Delete; again is a 404.
+    let (code, out, _) = cli(vec!["connectors", "delete", "gen"]).await;
+    assert_eq!((code, out.trim()), (0, "deleted connector gen"));
+    let (code, _, err) = cli(vec!["connectors", "delete", "gen"]).await;
+    assert_eq!((code, err.contains("HTTP 404")), (1, true), "{err}");
+
+    // The URL from the environment; a worker that is not there: exit 3.
+    let (code, out, _) = sluice(&["connectors", "list"], &[("SLUICE_URL", base.as_str())]).await;
+    assert_eq!((code, out.trim()), (0, "no connectors"));
+    let nobody = format!("http://127.0.0.1:{}", crate::fixtures::free_port());
+    let (code, _, err) = sluice(&["connectors", "list", "--url", &nobody], &[]).await;
+    assert_eq!(code, 3, "{err}");
+    assert!(
+        err.contains(&format!("cannot reach the worker at {nobody}")),
+        "{err}"
+    );
+    let (code, _, err) = sluice(&["plugins"], &[("SLUICE_URL", nobody.as_str())]).await;
+    assert_eq!(code, 3, "{err}");
+    let (code, _, err) = sluice(&["connectors", "list", "--url", "localhost:8083"], &[]).await;
+    assert_eq!(code, 2, "{err}");
+    env.worker.shutdown().await;
+}
+
+/// `sluice validate FILE` runs the validate endpoint's checks offline: the
+/// same report (`--output json` equals the endpoint's answer), exit 0 when
+/// valid, 1 with errors, 2 when the file is unreadable or not JSON.
+#[tokio::test(flavor = "multi_thread")]
+async fn validate_offline_gives_the_endpoints_answer() {
+    let env = InProcess::start();
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, v: &Value| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, v.to_string()).unwrap();
+        p.display().to_string()
+    };
+    let fake = dir.path().join("fake.wasm");
+    std::fs::write(&fake, "not wasm").unwrap();
+    let cases = [
+        (json!({"topic": "t", "rate": "5"}), "datagen", 0),
+        (json!({"topic": "t", "rate": "fast"}), "datagen", 1),
+        (
+            json!({"topic": "t", "transforms": "x", "transforms.x.type": "wasm", "transforms.x.module": fake.display().to_string()}),
+            "datagen",
+            1,
+        ),
+        (
+            json!({"topics": "t", "connection.url": "jdbc:sqlite:/tmp/x.db", "insert.mode": "upsert", "connection.password": "p"}),
+            "jdbc-sink",
+            1,
+        ),
+    ];
+    for (i, (config, class, expected)) in cases.iter().enumerate() {
+        let mut full = config.clone();
+        full["connector.class"] = json!(class);
+        full["name"] = json!("validate");
+        let (_, from_rest) = call(
+            &env,
+            "PUT",
+            &format!("/connector-plugins/{class}/config/validate"),
+            Some(full.clone()),
+        )
+        .await;
+        let file = write(
+            &format!("c{i}.json"),
+            &json!({"name": "validate", "config": full}),
+        );
+        let (code, out, err) = sluice(&["validate", &file, "--output", "json"], &[]).await;
+        assert_eq!(code, *expected, "{out}{err}");
+        let offline: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(offline, from_rest, "the CLI and the endpoint agree");
+        let (code, out, _) = sluice(&["validate", &file], &[]).await;
+        assert_eq!(code, *expected);
+        if *expected == 0 {
+            assert!(out.contains("valid (datagen"), "{out}");
+        } else {
+            assert!(out.starts_with("KEY"), "{out}");
+        }
+    }
+    let (_, out, _) = sluice(&["validate", &write("r.json", &json!({"name": "r", "config": {"connector.class": "datagen", "topic": "t", "rate": "fast"}}))], &[]).await;
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("rate") && l.contains("expected a number")),
+        "{out}"
+    );
+
+    // A flat config, an unknown class, files that cannot be used.
+    let flat = write(
+        "flat.json",
+        &json!({"name": "f", "connector.class": "datagen", "topic": "t"}),
+    );
+    assert_eq!(sluice(&["validate", &flat], &[]).await.0, 0);
+    let unknown = write(
+        "u.json",
+        &json!({"name": "u", "config": {"connector.class": "nope"}}),
+    );
+    let (code, out, _) = sluice(&["validate", &unknown], &[]).await;
+    assert_eq!(code, 1);
+    assert!(
+        out.contains("connector.class") && out.contains("nope"),
+        "{out}"
+    );
+    let not_json = dir.path().join("n.json");
+    std::fs::write(&not_json, "{nope").unwrap();
+    let (code, _, err) = sluice(&["validate", &not_json.display().to_string()], &[]).await;
+    assert_eq!(code, 2);
+    assert!(err.contains("not valid JSON"), "{err}");
+    let (code, _, err) = sluice(&["validate", "/nonexistent/c.json"], &[]).await;
+    assert_eq!(
+        (code, err.contains("reading /nonexistent/c.json")),
+        (2, true),
+        "{err}"
+    );
+    env.worker.shutdown().await;
+}

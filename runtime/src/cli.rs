@@ -44,6 +44,42 @@ enum Command {
         #[command(subcommand)]
         command: TransformCommand,
     },
+    /// Manages the connectors of a running worker over its REST API.
+    /// Exit codes: 0 ok; 1 the worker answered with an error (404, 409,
+    /// 400: its message is printed); 2 bad arguments or input file; 3 the
+    /// worker could not be reached.
+    Connectors {
+        #[command(flatten)]
+        client: crate::client::ClientArgs,
+        #[command(subcommand)]
+        command: crate::client::ConnectorsCommand,
+    },
+    /// Lists a running worker's connector plugins (exit codes as
+    /// `connectors`).
+    Plugins {
+        #[command(flatten)]
+        client: crate::client::ClientArgs,
+        /// Transformations and predicates too.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Checks a connector config offline, with no worker and no broker: the
+    /// checks of `PUT /connector-plugins/{class}/config/validate` (keys,
+    /// types, the plugin's own keys, WASM modules loaded and checked). Exits
+    /// 0 when valid, 1 when the config has errors, 2 when the file cannot be
+    /// read or is not JSON.
+    Validate {
+        /// Kafka Connect's `{"name", "config"}` JSON, or a flat config.
+        file: PathBuf,
+        /// A worker config, for `transforms.library`, `plugin.path`, config
+        /// providers and `wasm.cache.dir`.
+        #[arg(long)]
+        worker: Option<PathBuf>,
+        /// `table` (the keys with errors) or `json` (Kafka Connect's
+        /// validate response).
+        #[arg(long, value_enum, default_value = "table")]
+        output: crate::client::Output,
+    },
 }
 
 #[derive(Subcommand)]
@@ -202,6 +238,13 @@ pub fn main() -> ExitCode {
             dlq(command)
         }
         Command::Transform { command } => transform(command),
+        Command::Connectors { client, command } => crate::client::connectors(client, command),
+        Command::Plugins { client, all } => crate::client::plugins(client, all),
+        Command::Validate {
+            file,
+            worker,
+            output,
+        } => crate::client::validate(&file, worker.as_deref(), output),
     }
 }
 

@@ -2,6 +2,7 @@
 //! record flow and where each concern lives.
 
 pub mod cli;
+pub mod client;
 pub mod config;
 pub mod dlq;
 pub mod errors;

@@ -117,6 +117,14 @@ pub struct ApiError {
 }
 
 impl ApiError {
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
     fn bad_request(message: impl Into<String>) -> Self {
         Self {
             status: StatusCode::BAD_REQUEST,
@@ -785,22 +793,32 @@ async fn plugin_config(
     Ok(Json(Value::Array(definitions(&plugin))))
 }
 
-/// `PUT /connector-plugins/{class}/config/validate`: every check a create
-/// would make (keys, types, the plugin's own keys, WASM modules loaded and
-/// checked against the interface), answered in Kafka Connect's shape: one
-/// entry per key, the first problem found attached to its key.
+/// `PUT /connector-plugins/{class}/config/validate`: see [`validate_report`].
 async fn validate_plugin_config(
     State(worker): State<Arc<Worker>>,
     Path(class): Path<String>,
     body: Result<Json<Value>, JsonRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let Json(body) = body.map_err(body_error)?;
-    let plugin = find_plugin(&worker, &class)?;
-    let mut config = crate::config::string_map_from_json(&body)
+    validate_report(&worker, &class, &body).await.map(Json)
+}
+
+/// Every check a create would make (keys, types, the plugin's own keys,
+/// WASM modules loaded and checked against the interface), answered in Kafka
+/// Connect's `ConfigInfos` shape: one entry per key, the first problem found
+/// attached to its key. The REST endpoint and `sluice validate` (offline)
+/// both answer with this.
+pub async fn validate_report(
+    worker: &Worker,
+    class: &str,
+    body: &Value,
+) -> Result<Value, ApiError> {
+    let plugin = find_plugin(worker, class)?;
+    let mut config = crate::config::string_map_from_json(body)
         .map_err(|e| ApiError::bad_request(format!("request body: {e}")))?;
     config
         .entry("connector.class".into())
-        .or_insert_with(|| class.clone());
+        .or_insert_with(|| class.to_string());
     let name = config
         .get("name")
         .cloned()
@@ -853,10 +871,10 @@ async fn validate_plugin_config(
             "documentation": "", "group": "Other", "order_in_group": 0, "width": "NONE", "display_name": error_key, "dependents": []},
             "value": {"name": error_key, "value": null, "recommended_values": [], "errors": [text], "visible": true}}));
     }
-    Ok(Json(json!({
+    Ok(json!({
         "name": plugin.info().class,
         "error_count": usize::from(problem.is_some()),
         "groups": ["Common", "Connector"],
         "configs": configs,
-    })))
+    }))
 }

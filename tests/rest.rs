@@ -99,8 +99,19 @@ async fn connector_lifecycle_and_errors() {
     )
     .await;
     assert_error(s, &b, 400, "key `topic`: `bad topic!` has ` `");
-    let (s, b) = call(&env, "POST", "/connectors", Some(json!({"name": "y", "config": {"connector.class": "datagen", "topic": "t"}, "initial_state": "PAUSED"}))).await;
-    assert_error(s, &b, 400, "initial_state");
+    let (s, b) = call(&env, "POST", "/connectors", Some(json!({"name": "y", "config": {"connector.class": "datagen", "topic": "t"}, "initial_state": "SLEEPING"}))).await;
+    assert_error(
+        s,
+        &b,
+        400,
+        "initial_state `SLEEPING` is not one of RUNNING, PAUSED, STOPPED",
+    );
+    let (s, b) = call(&env, "POST", "/connectors", Some(json!({"name": "y", "config": {"connector.class": "datagen", "topic": "t"}, "initial_state": 3}))).await;
+    assert_error(s, &b, 400, "initial_state must be one of");
+    assert_eq!(
+        call(&env, "GET", "/connectors/y", None).await.0,
+        StatusCode::NOT_FOUND
+    );
     let req = Request::post("/connectors")
         .header(header::CONTENT_TYPE, "application/json")
         .body(Body::from("{not json"))
@@ -1217,5 +1228,110 @@ async fn validate_offline_gives_the_endpoints_answer() {
         (2, true),
         "{err}"
     );
+    env.worker.shutdown().await;
+}
+
+/// `initial_state` on `POST /connectors`: the connector is created directly
+/// PAUSED (tasks paused, nothing produced) or STOPPED (no tasks), and the
+/// state is persisted like any other target state.
+#[tokio::test(flavor = "multi_thread")]
+async fn connectors_are_created_in_their_initial_state() {
+    use std::time::Duration;
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("connectors.json");
+    let env = InProcess::start_with_store(store.clone());
+    let stored_state = |name: &str| {
+        let text = std::fs::read_to_string(&store).unwrap();
+        serde_json::from_str::<Value>(&text).unwrap()[name]["state"].clone()
+    };
+    let with_state = |name: &str, state: &str| {
+        let mut body = source(name);
+        body["initial_state"] = json!(state);
+        body
+    };
+
+    // PAUSED: one task, paused from the start; the source produces nothing.
+    let (s, b) = call(&env, "POST", "/connectors", Some(with_state("p", "PAUSED"))).await;
+    assert_eq!(s, StatusCode::CREATED, "{b}");
+    assert_eq!(b["tasks"], json!([{"connector": "p", "task": 0}]));
+    crate::fixtures::eventually(Duration::from_secs(60), "p PAUSED", || async {
+        let (_, st) = call(&env, "GET", "/connectors/p/status", None).await;
+        (st["connector"]["state"] == "PAUSED" && st["tasks"][0]["state"] == "PAUSED").then_some(())
+    })
+    .await;
+    assert_eq!(stored_state("p"), "PAUSED");
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let (_, o) = call(&env, "GET", "/connectors/p/offsets", None).await;
+    assert_eq!(
+        o,
+        json!({"offsets": []}),
+        "a paused source produced nothing"
+    );
+    assert_eq!(
+        call(&env, "PUT", "/connectors/p/resume", None).await.0,
+        StatusCode::ACCEPTED
+    );
+    crate::fixtures::eventually(
+        Duration::from_secs(60),
+        "p producing once resumed",
+        || async {
+            let (_, o) = call(&env, "GET", "/connectors/p/offsets", None).await;
+            (!o["offsets"].as_array()?.is_empty()).then_some(())
+        },
+    )
+    .await;
+    assert_eq!(stored_state("p"), "RUNNING");
+
+    // STOPPED: no tasks, as after PUT .../stop; offsets may be changed; resume starts them.
+    let (s, b) = call(
+        &env,
+        "POST",
+        "/connectors",
+        Some(with_state("s", "STOPPED")),
+    )
+    .await;
+    assert_eq!(s, StatusCode::CREATED, "{b}");
+    assert_eq!(b["tasks"], json!([]));
+    let (_, st) = call(&env, "GET", "/connectors/s/status", None).await;
+    assert_eq!(
+        (st["connector"]["state"].as_str(), st["tasks"].clone()),
+        (Some("STOPPED"), json!([])),
+        "{st}"
+    );
+    assert_eq!(stored_state("s"), "STOPPED");
+    let (s, _) = call(&env, "DELETE", "/connectors/s/offsets", None).await;
+    assert_eq!(s, StatusCode::OK, "offsets can be changed: it is STOPPED");
+    let (s, b) = call(&env, "PUT", "/connectors/s/pause", None).await;
+    assert_error(s, &b, 409, "STOPPED");
+    assert_eq!(
+        call(&env, "PUT", "/connectors/s/resume", None).await.0,
+        StatusCode::ACCEPTED
+    );
+    crate::fixtures::eventually(Duration::from_secs(60), "s RUNNING", || async {
+        let (_, st) = call(&env, "GET", "/connectors/s/status", None).await;
+        (st["connector"]["state"] == "RUNNING" && st["tasks"][0]["state"] == "RUNNING")
+            .then_some(())
+    })
+    .await;
+
+    // RUNNING, explicitly.
+    let (s, _) = call(
+        &env,
+        "POST",
+        "/connectors",
+        Some(with_state("r", "RUNNING")),
+    )
+    .await;
+    assert_eq!(s, StatusCode::CREATED);
+    assert_eq!(stored_state("r"), "RUNNING");
+    // A name taken is a 409 whatever the state asked.
+    let (s, b) = call(
+        &env,
+        "POST",
+        "/connectors",
+        Some(with_state("r", "STOPPED")),
+    )
+    .await;
+    assert_error(s, &b, 409, "already exists");
     env.worker.shutdown().await;
 }

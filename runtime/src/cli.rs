@@ -484,20 +484,16 @@ async fn standalone(worker_file: PathBuf, connector_files: Vec<PathBuf>) -> Exit
     let named: Vec<String> = validated.iter().map(|v| v.spec.name.clone()).collect();
     for (spec, state) in stored.into_iter().filter(|(s, _)| !named.contains(&s.name)) {
         let name = spec.name.clone();
+        let target = crate::worker::TargetState::parse(&state).unwrap_or_else(|| {
+            tracing::warn!(connector = %name, state = %state, "unknown stored state; starting the connector RUNNING");
+            crate::worker::TargetState::Running
+        });
         let restored = match worker.validate(&spec).await {
-            Ok(v) => worker.start(v).await.map_err(|e| e.to_string()),
+            Ok(v) => worker.start_in(v, target).await.map_err(|e| e.to_string()),
             Err(e) => Err(e.to_string()),
         };
         match restored {
             Ok(()) => {
-                let applied = match state.as_str() {
-                    "PAUSED" => worker.pause(&name).await.map(|_| ()),
-                    "STOPPED" => worker.stop(&name).await.map(|_| ()),
-                    _ => Ok(()),
-                };
-                if let Err(e) = applied {
-                    tracing::error!(connector = %name, error = %e, "could not restore the connector's state");
-                }
                 tracing::info!(connector = %name, state = %state, "restored connector from the config store");
             }
             Err(e) => {

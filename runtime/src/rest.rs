@@ -13,7 +13,7 @@ use sluice_sdk::ConfigMap;
 
 use crate::config::ConnectorSpec;
 use crate::task::TaskStatus;
-use crate::worker::{ConnectorStatus, Updated, Worker, WorkerError};
+use crate::worker::{ConnectorStatus, TargetState, Updated, Worker, WorkerError};
 
 pub fn router(worker: Arc<Worker>) -> Router {
     Router::new()
@@ -385,18 +385,26 @@ async fn create_connector(
     State(worker): State<Arc<Worker>>,
     body: Result<Json<Value>, JsonRejection>,
 ) -> Result<Response, ApiError> {
-    let Json(body) = body.map_err(body_error)?;
-    if let Some(state) = body.get("initial_state").and_then(Value::as_str)
-        && state != "RUNNING"
-    {
-        return Err(ApiError::bad_request(format!(
-            "initial_state {state} is not supported yet; create the connector RUNNING"
-        )));
-    }
-    let mut body = body;
-    if let Some(o) = body.as_object_mut() {
-        o.remove("initial_state");
-    }
+    let Json(mut body) = body.map_err(body_error)?;
+    let initial = body
+        .as_object_mut()
+        .and_then(|o| o.remove("initial_state"))
+        .unwrap_or(Value::Null);
+    let target = match &initial {
+        Value::Null => TargetState::Running,
+        Value::String(s) => TargetState::parse(s).ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "initial_state `{s}` is not one of {}",
+                TargetState::NAMES
+            ))
+        })?,
+        other => {
+            return Err(ApiError::bad_request(format!(
+                "initial_state must be one of {} (a string), got {other}",
+                TargetState::NAMES
+            )));
+        }
+    };
     let spec = ConnectorSpec::from_json(&body)
         .map_err(|e| ApiError::bad_request(format!("Connector configuration is invalid: {e}")))?;
     if worker.spec(&spec.name).await.is_some() {
@@ -405,7 +413,10 @@ async fn create_connector(
             message: format!("Connector {} already exists", spec.name),
         });
     }
-    worker.create(&spec).await.map_err(worker_error)?;
+    worker
+        .create_in(&spec, target)
+        .await
+        .map_err(worker_error)?;
     let info = info_json(&worker, &spec.name)
         .await
         .ok_or_else(|| unknown(&spec.name))?;

@@ -93,6 +93,37 @@ struct ConnectorRuntime {
     topics: Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>,
 }
 
+/// Kafka Connect's target states: what a connector is asked to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TargetState {
+    Running,
+    /// Tasks created but not moving records.
+    Paused,
+    /// No tasks; the config kept.
+    Stopped,
+}
+
+impl TargetState {
+    pub const NAMES: &'static str = "RUNNING, PAUSED, STOPPED";
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "RUNNING" => Some(Self::Running),
+            "PAUSED" => Some(Self::Paused),
+            "STOPPED" => Some(Self::Stopped),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Running => "RUNNING",
+            Self::Paused => "PAUSED",
+            Self::Stopped => "STOPPED",
+        }
+    }
+}
+
 /// What a config update did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Updated {
@@ -349,6 +380,16 @@ impl Worker {
     }
 
     pub async fn create(&self, spec: &ConnectorSpec) -> Result<(), WorkerError> {
+        self.create_in(spec, TargetState::Running).await
+    }
+
+    /// Creates a connector directly in a target state (`initial_state` of
+    /// `POST /connectors`): PAUSED tasks start paused, STOPPED has no tasks.
+    pub async fn create_in(
+        &self,
+        spec: &ConnectorSpec,
+        target: TargetState,
+    ) -> Result<(), WorkerError> {
         if self.connectors.read().await.contains_key(&spec.name) {
             return Err(WorkerError::AlreadyExists(spec.name.clone()));
         }
@@ -359,11 +400,22 @@ impl Worker {
                 name: spec.name.clone(),
                 error,
             })?;
-        self.start(validated).await
+        self.start_in(validated, target).await
     }
 
     /// Starts a validated connector's tasks.
     pub async fn start(&self, v: ValidatedConnector) -> Result<(), WorkerError> {
+        self.start_in(v, TargetState::Running).await
+    }
+
+    /// Starts a validated connector in a target state: RUNNING, PAUSED (its
+    /// tasks start paused) or STOPPED (no tasks, nothing created, as after
+    /// `PUT .../stop`).
+    pub async fn start_in(
+        &self,
+        v: ValidatedConnector,
+        target: TargetState,
+    ) -> Result<(), WorkerError> {
         let name = v.spec.name.clone();
         let start_error = |message: String| WorkerError::Start {
             name: name.clone(),
@@ -375,11 +427,14 @@ impl Worker {
         };
         let partitions = v.common.topic_partitions.unwrap_or(self.default_partitions);
         let replication = v.common.topic_replication_factor.unwrap_or(-1);
-        self.clients
-            .ensure_topics(&topics, partitions, replication)
-            .await
-            .map_err(|e| start_error(format!("{e:#}")))?;
-        if let Some(dlq) = &v.common.errors.dlq {
+        let stopped = target == TargetState::Stopped;
+        if !stopped {
+            self.clients
+                .ensure_topics(&topics, partitions, replication)
+                .await
+                .map_err(|e| start_error(format!("{e:#}")))?;
+        }
+        if let Some(dlq) = v.common.errors.dlq.as_ref().filter(|_| !stopped) {
             self.clients
                 .ensure_topics(
                     std::slice::from_ref(&dlq.topic),
@@ -394,12 +449,13 @@ impl Worker {
         if connectors.contains_key(&name) {
             return Err(WorkerError::AlreadyExists(name));
         }
-        let task_configs = match &v.plugin {
-            Plugin::Source(p) => p.task_configs(&v.plugin_config, v.common.tasks_max),
-            Plugin::Sink(p) => p.task_configs(&v.plugin_config, v.common.tasks_max),
+        let task_configs = match (&v.plugin, stopped) {
+            (_, true) => Vec::new(),
+            (Plugin::Source(p), false) => p.task_configs(&v.plugin_config, v.common.tasks_max),
+            (Plugin::Sink(p), false) => p.task_configs(&v.plugin_config, v.common.tasks_max),
         };
         let (chain, _) = tokio::sync::watch::channel(v.chain.clone());
-        let (paused, _) = tokio::sync::watch::channel(false);
+        let (paused, _) = tokio::sync::watch::channel(target == TargetState::Paused);
         let topics: Arc<std::sync::Mutex<std::collections::BTreeSet<String>>> = Arc::default();
         let mut tasks = Vec::with_capacity(task_configs.len());
         for (id, config) in task_configs.into_iter().enumerate() {
@@ -413,7 +469,7 @@ impl Worker {
                 topics.clone(),
             ));
         }
-        tracing::info!(connector = %name, class = %v.common.connector_class, tasks = tasks.len(), "connector started");
+        tracing::info!(connector = %name, class = %v.common.connector_class, tasks = tasks.len(), state = target.as_str(), "connector started");
         connectors.insert(
             name.clone(),
             ConnectorRuntime {
@@ -422,7 +478,7 @@ impl Worker {
                 tasks,
                 chain,
                 paused,
-                stopped: false,
+                stopped,
                 topics,
             },
         );

@@ -1335,3 +1335,165 @@ async fn connectors_are_created_in_their_initial_state() {
     assert_error(s, &b, 409, "already exists");
     env.worker.shutdown().await;
 }
+
+/// RESTARTING: a restart with `includeTasks`/`onlyFailed` answers 202 with
+/// what it restarts shown RESTARTING, until it runs again; `onlyFailed`
+/// restarts only FAILED tasks; a plain restart keeps the connector visible.
+#[tokio::test(flavor = "multi_thread")]
+async fn restarts_show_restarting_until_running() {
+    use std::time::Duration;
+    let env = InProcess::start();
+    let (s, _) = call(&env, "POST", "/connectors", Some(source("rs"))).await;
+    assert_eq!(s, StatusCode::CREATED);
+    let running = |name: &'static str| {
+        let env = &env;
+        move || async move {
+            let (_, st) = call(env, "GET", &format!("/connectors/{name}/status"), None).await;
+            (st["connector"]["state"] == "RUNNING"
+                && st["tasks"]
+                    .as_array()?
+                    .iter()
+                    .all(|t| t["state"] == "RUNNING"))
+            .then_some(st)
+        }
+    };
+    crate::fixtures::eventually(Duration::from_secs(60), "rs RUNNING", running("rs")).await;
+
+    // The connector and all its tasks.
+    let (s, b) = call(
+        &env,
+        "POST",
+        "/connectors/rs/restart?includeTasks=true",
+        None,
+    )
+    .await;
+    assert_eq!(s, StatusCode::ACCEPTED, "{b}");
+    assert_eq!(b["connector"]["state"], "RESTARTING", "{b}");
+    assert_eq!(b["tasks"][0]["state"], "RESTARTING", "{b}");
+    let st =
+        crate::fixtures::eventually(Duration::from_secs(60), "rs RUNNING again", running("rs"))
+            .await;
+    assert_eq!(st["tasks"].as_array().unwrap().len(), 1, "{st}");
+
+    // Only failed: nothing is, nothing restarts.
+    let (s, b) = call(
+        &env,
+        "POST",
+        "/connectors/rs/restart?includeTasks=true&onlyFailed=true",
+        None,
+    )
+    .await;
+    assert_eq!(s, StatusCode::ACCEPTED, "{b}");
+    assert_eq!(
+        (
+            b["connector"]["state"].as_str(),
+            b["tasks"][0]["state"].as_str()
+        ),
+        (Some("RUNNING"), Some("RUNNING")),
+        "{b}"
+    );
+
+    // A plain restart: 204, and the connector is never gone meanwhile.
+    let restart = {
+        let worker = env.worker.clone();
+        tokio::spawn(async move {
+            let r = sluice_runtime::rest::router(worker)
+                .oneshot(
+                    Request::post("/connectors/rs/restart")
+                        .body(Body::empty())
+                        .unwrap(),
+                )
+                .await
+                .unwrap();
+            r.status()
+        })
+    };
+    let mut seen = std::collections::BTreeSet::new();
+    while !restart.is_finished() {
+        let (s, st) = call(&env, "GET", "/connectors/rs/status", None).await;
+        assert_eq!(s, StatusCode::OK, "{st}");
+        seen.insert(st["connector"]["state"].as_str().unwrap().to_string());
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(restart.await.unwrap(), StatusCode::NO_CONTENT);
+    assert!(
+        seen.iter().all(|s| s == "RUNNING" || s == "RESTARTING"),
+        "{seen:?}"
+    );
+    crate::fixtures::eventually(
+        Duration::from_secs(60),
+        "rs RUNNING after the restart",
+        running("rs"),
+    )
+    .await;
+
+    // A FAILED task: onlyFailed restarts it alone (it fails again: the
+    // poison record is still there).
+    env.broker.create_topic("poison", 1).await.unwrap();
+    crate::fixtures::produce(
+        env.broker.bootstrap_servers(),
+        "poison",
+        &[(None, b"{\"order_id\": 3, trunc")],
+    )
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let sink = json!({"name": "bad", "config": {
+        "connector.class": "jdbc-sink", "topics": "poison",
+        "connection.url": format!("jdbc:sqlite:{}", dir.path().join("x.db").display()),
+        "insert.mode": "upsert", "pk.mode": "record_value", "pk.fields": "order_id", "auto.create": "true"
+    }});
+    assert_eq!(
+        call(&env, "POST", "/connectors", Some(sink)).await.0,
+        StatusCode::CREATED
+    );
+    env.failed_trace("bad").await;
+    let (s, b) = call(
+        &env,
+        "POST",
+        "/connectors/bad/restart?includeTasks=true&onlyFailed=true",
+        None,
+    )
+    .await;
+    assert_eq!(s, StatusCode::ACCEPTED, "{b}");
+    assert_eq!(
+        (
+            b["connector"]["state"].as_str(),
+            b["tasks"][0]["state"].as_str()
+        ),
+        (Some("RUNNING"), Some("RESTARTING")),
+        "{b}"
+    );
+    // RESTARTING until it runs (a consumer rejoining its group can take the
+    // session timeout, so it is not waited for to fail again).
+    crate::fixtures::eventually(Duration::from_secs(60), "bad's task restarted", || async {
+        let (_, st) = call(&env, "GET", "/connectors/bad/status", None).await;
+        (st["tasks"][0]["state"] != "RESTARTING").then_some(())
+    })
+    .await;
+    assert_eq!(
+        call(&env, "POST", "/connectors/bad/tasks/0/restart", None)
+            .await
+            .0,
+        StatusCode::NO_CONTENT
+    );
+    let (_, st) = call(&env, "GET", "/connectors/bad/status", None).await;
+    assert!(
+        ["RESTARTING", "RUNNING"].contains(&st["tasks"][0]["state"].as_str().unwrap()),
+        "{st}"
+    );
+
+    // STOPPED: nothing to restart.
+    assert_eq!(
+        call(&env, "PUT", "/connectors/rs/stop", None).await.0,
+        StatusCode::NO_CONTENT
+    );
+    let (s, b) = call(
+        &env,
+        "POST",
+        "/connectors/rs/restart?includeTasks=true",
+        None,
+    )
+    .await;
+    assert_error(s, &b, 409, "STOPPED");
+    env.worker.shutdown().await;
+}

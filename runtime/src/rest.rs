@@ -474,29 +474,35 @@ struct RestartQuery {
     only_failed: bool,
 }
 
-/// `POST /connectors/{name}/restart`: 204 when neither `includeTasks` nor
-/// `onlyFailed`; otherwise 202 with the status, restarting the tasks asked.
+/// `POST /connectors/{name}/restart`: without `includeTasks` or
+/// `onlyFailed`, the restart is done (the connector showing RESTARTING
+/// meanwhile) and answered 204. With them, Kafka Connect's semantics: 202
+/// with the status in which what is being restarted shows RESTARTING, the
+/// restart then going on in the background until it is RUNNING again.
 async fn restart_connector(
     State(worker): State<Arc<Worker>>,
     Path(name): Path<String>,
     query: Result<Query<RestartQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Response, ApiError> {
     let Query(q) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
-    let status = worker.status(&name).await.ok_or_else(|| unknown(&name))?;
     if !q.include_tasks && !q.only_failed {
-        worker.restart(&name).await.map_err(worker_error)?;
-        return Ok(StatusCode::NO_CONTENT.into_response());
+        return match worker.restart(&name).await.map_err(worker_error)? {
+            true => Ok(StatusCode::NO_CONTENT.into_response()),
+            false => Err(unknown(&name)),
+        };
     }
-    for (id, t) in &status.tasks {
-        if !q.only_failed || t.state == crate::task::State::Failed {
-            worker
-                .restart_task(&name, *id)
-                .await
-                .map_err(worker_error)?;
-        }
-    }
+    let plan = worker
+        .plan_restart(&name, q.include_tasks, q.only_failed)
+        .await
+        .map_err(worker_error)?
+        .ok_or_else(|| unknown(&name))?;
     let status = worker.status(&name).await.ok_or_else(|| unknown(&name))?;
-    Ok((StatusCode::ACCEPTED, Json(status_json(&worker, &status))).into_response())
+    let body = status_json(&worker, &status);
+    let background = worker.clone();
+    tokio::spawn(async move {
+        background.execute_restart(plan).await;
+    });
+    Ok((StatusCode::ACCEPTED, Json(body)).into_response())
 }
 
 async fn restart_task(

@@ -1497,3 +1497,210 @@ async fn restarts_show_restarting_until_running() {
     assert_error(s, &b, 409, "STOPPED");
     env.worker.shutdown().await;
 }
+
+/// Basic authentication: 401 with `WWW-Authenticate` without credentials or
+/// with wrong ones, through with a user of the file; `/health` optionally
+/// open; plain-text passwords refused when the file is loaded.
+#[tokio::test(flavor = "multi_thread")]
+async fn basic_auth_guards_the_api() {
+    use base64::Engine;
+    use sluice_runtime::auth::{BasicAuth, hash_password};
+    use std::sync::Arc;
+    let env = InProcess::start();
+    let users = format!(
+        "# REST users\nalice:{}\n\nbob:{}\n",
+        hash_password("s3cret").unwrap(),
+        hash_password("hunter2").unwrap()
+    );
+    let send = |health_open: bool, uri: &'static str, auth: Option<String>| {
+        let users = users.clone();
+        let worker = env.worker.clone();
+        async move {
+            let app = sluice_runtime::auth::protect(
+                sluice_runtime::rest::router(worker),
+                Arc::new(BasicAuth::parse(&users, health_open).unwrap()),
+            );
+            let mut req = Request::get(uri);
+            if let Some(a) = auth {
+                req = req.header(header::AUTHORIZATION, a);
+            }
+            let r = app.oneshot(req.body(Body::empty()).unwrap()).await.unwrap();
+            let challenge = r
+                .headers()
+                .get(header::WWW_AUTHENTICATE)
+                .map(|v| v.to_str().unwrap().to_string());
+            let bytes = axum::body::to_bytes(r.into_body(), usize::MAX)
+                .await
+                .unwrap();
+            (
+                challenge,
+                serde_json::from_slice::<Value>(&bytes).unwrap_or(Value::Null),
+            )
+        }
+    };
+    let basic = |creds: &str| {
+        Some(format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(creds)
+        ))
+    };
+
+    let (challenge, body) = send(false, "/connectors", None).await;
+    assert_eq!(
+        challenge.as_deref(),
+        Some("Basic realm=\"sluice\", charset=\"UTF-8\"")
+    );
+    assert_eq!(body["error_code"], 401, "{body}");
+    let (challenge, body) = send(false, "/connectors", basic("alice:wrong")).await;
+    assert!(challenge.is_some());
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("wrong user name or password"),
+        "{body}"
+    );
+    let (challenge, _) = send(false, "/connectors", basic("mallory:s3cret")).await;
+    assert!(challenge.is_some(), "an unknown user is refused");
+    let (challenge, _) = send(false, "/connectors", Some("Bearer abc".into())).await;
+    assert!(challenge.is_some());
+    let (challenge, body) = send(false, "/connectors", basic("alice:s3cret")).await;
+    assert_eq!((challenge, body), (None, json!([])));
+    let (challenge, body) = send(false, "/connectors", basic("bob:hunter2")).await;
+    assert_eq!((challenge, body), (None, json!([])));
+    // /health: closed by default, open when asked.
+    assert!(send(false, "/health", None).await.0.is_some());
+    let (challenge, body) = send(true, "/health", None).await;
+    assert_eq!(
+        (challenge, body["status"].as_str()),
+        (None, Some("healthy"))
+    );
+    assert!(send(true, "/connectors", None).await.0.is_some());
+
+    // The users file: hashes only.
+    let e = BasicAuth::parse("alice:s3cret\n", false).err().unwrap();
+    assert!(
+        e.contains("line 1")
+            && e.contains("not an Argon2 hash")
+            && e.contains("sluice passwd alice"),
+        "{e}"
+    );
+    let e = BasicAuth::parse("# nobody\n", false).err().unwrap();
+    assert!(e.contains("no users"), "{e}");
+    let e = BasicAuth::parse(
+        &format!("{users}alice:{}\n", hash_password("x").unwrap()),
+        false,
+    )
+    .err()
+    .unwrap();
+    assert!(e.contains("appears twice"), "{e}");
+    env.worker.shutdown().await;
+}
+
+/// A standalone worker with `rest.auth.users.file`, driven by the CLI with
+/// `--user`/`SLUICE_USER`; a users file with a plain-text password is refused
+/// at start.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_worker_with_basic_auth_and_the_cli() {
+    use std::time::Duration;
+    let dir = tempfile::tempdir().unwrap();
+    let (code, out, _) = sluice_with_stdin(&["passwd", "alice"], "s3cret\n").await;
+    assert_eq!(code, 0);
+    assert!(out.starts_with("alice:$argon2id$"), "{out}");
+    let users = dir.path().join("users");
+    std::fs::write(&users, &out).unwrap();
+    let port = crate::fixtures::free_port();
+    let worker = dir.path().join("worker.json");
+    std::fs::write(
+        &worker,
+        json!({"listeners": format!("http://127.0.0.1:{port}"), "rest.auth.users.file": users.display().to_string(),
+               "rest.auth.health.open": "true", "wasm.cache.dir": ""})
+        .to_string(),
+    )
+    .unwrap();
+    let _process = crate::fixtures::SluiceProcess::start(dir.path(), &[worker.as_path()]);
+    let url = format!("http://127.0.0.1:{port}");
+    let http = reqwest::Client::new();
+    crate::fixtures::eventually(Duration::from_secs(60), "the worker's /health", || {
+        let (http, url) = (http.clone(), url.clone());
+        async move {
+            let r = http.get(format!("{url}/health")).send().await.ok()?;
+            (r.status() == 200).then_some(())
+        }
+    })
+    .await;
+    let (code, out, err) = sluice(
+        &[
+            "connectors",
+            "list",
+            "--url",
+            &url,
+            "--user",
+            "alice:s3cret",
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!((code, out.trim()), (0, "no connectors"), "{err}");
+    let (code, out, _) = sluice(
+        &["plugins", "--url", &url],
+        &[("SLUICE_USER", "alice:s3cret")],
+    )
+    .await;
+    assert_eq!(code, 0);
+    assert!(out.contains("datagen"), "{out}");
+    let (code, _, err) = sluice(&["connectors", "list", "--url", &url], &[]).await;
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("authentication required") && err.contains("HTTP 401"),
+        "{err}"
+    );
+    let (code, _, err) = sluice(
+        &["connectors", "list", "--url", &url, "--user", "alice:nope"],
+        &[],
+    )
+    .await;
+    assert_eq!((code, err.contains("HTTP 401")), (1, true), "{err}");
+
+    let plain = dir.path().join("plain");
+    std::fs::write(&plain, "alice:s3cret\n").unwrap();
+    let bad_worker = dir.path().join("bad-worker.json");
+    std::fs::write(
+        &bad_worker,
+        json!({"listeners": format!("http://127.0.0.1:{}", crate::fixtures::free_port()), "rest.auth.users.file": plain.display().to_string()})
+            .to_string(),
+    )
+    .unwrap();
+    let (code, err) = crate::fixtures::sluice_rejects(dir.path(), &[bad_worker.as_path()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("rest.auth.users.file")
+            && err.contains("line 1")
+            && err.contains("not an Argon2 hash"),
+        "{err}"
+    );
+}
+
+async fn sluice_with_stdin(args: &[&str], input: &str) -> (i32, String, String) {
+    use tokio::io::AsyncWriteExt;
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .await
+        .unwrap();
+    let out = child.wait_with_output().await.unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}

@@ -44,6 +44,9 @@ enum Command {
         #[command(subcommand)]
         command: TransformCommand,
     },
+    /// Hashes a password for `rest.auth.users.file`: reads it from standard
+    /// input (its first line) and prints `USER:$argon2id$...`.
+    Passwd { user: String },
     /// Manages the connectors of a running worker over its REST API.
     /// Exit codes: 0 ok; 1 the worker answered with an error (404, 409,
     /// 400: its message is printed); 2 bad arguments or input file; 3 the
@@ -239,12 +242,40 @@ pub fn main() -> ExitCode {
         }
         Command::Transform { command } => transform(command),
         Command::Connectors { client, command } => crate::client::connectors(client, command),
+        Command::Passwd { user } => passwd(&user),
         Command::Plugins { client, all } => crate::client::plugins(client, all),
         Command::Validate {
             file,
             worker,
             output,
         } => crate::client::validate(&file, worker.as_deref(), output),
+    }
+}
+
+fn passwd(user: &str) -> ExitCode {
+    if user.is_empty() || user.contains(':') {
+        eprintln!("error: the user name must be non-empty and without `:`");
+        return ExitCode::from(EXIT_CONFIG);
+    }
+    let mut line = String::new();
+    if let Err(e) = std::io::stdin().read_line(&mut line) {
+        eprintln!("error: reading the password from standard input: {e}");
+        return ExitCode::from(EXIT_CONFIG);
+    }
+    let password = line.trim_end_matches(['\n', '\r']);
+    if password.is_empty() {
+        eprintln!("error: the password (first line of standard input) is empty");
+        return ExitCode::from(EXIT_CONFIG);
+    }
+    match crate::auth::hash_password(password) {
+        Ok(hash) => {
+            println!("{user}:{hash}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
     }
 }
 
@@ -423,6 +454,19 @@ async fn standalone(worker_file: PathBuf, connector_files: Vec<PathBuf>) -> Exit
         }
     }
 
+    let auth = match &worker_config.rest_auth_users_file {
+        Some(file) => {
+            match crate::auth::BasicAuth::load(file, worker_config.rest_auth_health_open) {
+                Ok(a) => Some(Arc::new(a)),
+                Err(e) => {
+                    eprintln!("error: {}: {e}", worker_file.display());
+                    return ExitCode::from(EXIT_CONFIG);
+                }
+            }
+        }
+        None => None,
+    };
+
     let listener = match tokio::net::TcpListener::bind(&listen).await {
         Ok(l) => l,
         Err(e) => {
@@ -440,7 +484,10 @@ async fn standalone(worker_file: PathBuf, connector_files: Vec<PathBuf>) -> Exit
     tracing::info!(rest = %format!("http://{local}"), bootstrap.servers = %bootstrap, "worker started");
     let shutdown = tokio_util::sync::CancellationToken::new();
     let server = {
-        let app = crate::rest::router(worker.clone());
+        let app = match &auth {
+            Some(a) => crate::auth::protect(crate::rest::router(worker.clone()), a.clone()),
+            None => crate::rest::router(worker.clone()),
+        };
         let stop = shutdown.clone();
         tokio::spawn(async move {
             let _ = axum::serve(listener, app)

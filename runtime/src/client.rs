@@ -47,6 +47,10 @@ pub struct ClientArgs {
     /// `table`, or `json` (the worker's JSON) for scripts.
     #[arg(long, value_enum, default_value = "table", global = true)]
     output: Output,
+    /// HTTP basic credentials, `USER:PASSWORD`, for a worker with
+    /// `rest.auth.users.file`.
+    #[arg(long, env = "SLUICE_USER", global = true, hide_env_values = true)]
+    user: Option<String>,
 }
 
 #[derive(Subcommand)]
@@ -135,6 +139,7 @@ fn pretty(v: &Value) -> String {
 struct Client {
     http: reqwest::Client,
     base: String,
+    credentials: Option<(String, String)>,
 }
 
 /// A successful answer: status, a header Sluice adds, and the JSON body
@@ -146,7 +151,16 @@ struct Answer {
 }
 
 impl Client {
-    fn new(url: &str) -> Result<Self, Failure> {
+    fn new(url: &str, user: Option<&str>) -> Result<Self, Failure> {
+        let credentials = match user {
+            Some(u) => {
+                let (name, password) = u.split_once(':').ok_or_else(|| {
+                    Failure::Usage("--user (SLUICE_USER) must be USER:PASSWORD".into())
+                })?;
+                Some((name.to_string(), password.to_string()))
+            }
+            None => None,
+        };
         let base = url.trim_end_matches('/').to_string();
         let parsed =
             reqwest::Url::parse(&base).map_err(|e| Failure::Usage(format!("--url {url}: {e}")))?;
@@ -160,7 +174,11 @@ impl Client {
             .timeout(Duration::from_secs(120))
             .build()
             .map_err(|e| Failure::Usage(format!("building the HTTP client: {e}")))?;
-        Ok(Self { http, base })
+        Ok(Self {
+            http,
+            base,
+            credentials,
+        })
     }
 
     async fn call(
@@ -173,6 +191,9 @@ impl Client {
         let mut request = self.http.request(method.clone(), &url);
         if let Some(b) = body {
             request = request.json(b);
+        }
+        if let Some((user, password)) = &self.credentials {
+            request = request.basic_auth(user, Some(password));
         }
         let response = request.send().await.map_err(|e| {
             // The innermost cause says it best ("Connection refused").
@@ -383,7 +404,7 @@ fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
 pub fn connectors(args: ClientArgs, command: ConnectorsCommand) -> ExitCode {
     let output = args.output;
     let run = || -> Result<String, Failure> {
-        let client = Client::new(&args.url)?;
+        let client = Client::new(&args.url, args.user.as_deref())?;
         runtime()?.block_on(connectors_command(&client, output, command))
     };
     finish(run(), output)
@@ -393,7 +414,7 @@ pub fn connectors(args: ClientArgs, command: ConnectorsCommand) -> ExitCode {
 pub fn plugins(args: ClientArgs, all: bool) -> ExitCode {
     let output = args.output;
     let run = || -> Result<String, Failure> {
-        let client = Client::new(&args.url)?;
+        let client = Client::new(&args.url, args.user.as_deref())?;
         let path = format!("/connector-plugins?connectorsOnly={}", !all);
         let answer = runtime()?.block_on(client.call(Method::GET, &path, None))?;
         Ok(match output {

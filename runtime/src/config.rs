@@ -113,6 +113,12 @@ struct WorkerKeys {
     /// does not say.
     #[serde(rename = "embedded.topic.partitions", default = "default_partitions")]
     embedded_topic_partitions: i32,
+    /// HTTP basic authentication of the REST API: `user:argon2-PHC-hash` lines.
+    #[serde(rename = "rest.auth.users.file", default)]
+    rest_auth_users_file: Option<PathBuf>,
+    /// `true`: `/health` answers without credentials.
+    #[serde(rename = "rest.auth.health.open", default)]
+    rest_auth_health_open: Option<String>,
 }
 
 fn default_group() -> String {
@@ -152,6 +158,9 @@ pub struct WorkerConfig {
     pub log_format: crate::logging::LogFormat,
     /// `host:port` of the separate metrics listener, if any.
     pub metrics_listener: Option<String>,
+    /// Basic authentication of the REST API, if set.
+    pub rest_auth_users_file: Option<PathBuf>,
+    pub rest_auth_health_open: bool,
     /// Keys accepted for compatibility that change nothing, with why: the
     /// worker logs them at start so nothing is ignored silently.
     pub inert_keys: Vec<(&'static str, &'static str)>,
@@ -251,7 +260,25 @@ impl WorkerConfig {
             }
             None => None,
         };
+        let rest_auth_health_open = match keys.rest_auth_health_open.as_deref() {
+            None | Some("false") => false,
+            Some("true") => true,
+            Some(other) => {
+                return Err(ConfigError::new(
+                    "rest.auth.health.open",
+                    format!("`{other}`; expected true or false"),
+                ));
+            }
+        };
+        if keys.rest_auth_health_open.is_some() && keys.rest_auth_users_file.is_none() {
+            return Err(ConfigError::new(
+                "rest.auth.health.open",
+                "has no effect without rest.auth.users.file",
+            ));
+        }
         Ok(WorkerConfig {
+            rest_auth_users_file: keys.rest_auth_users_file,
+            rest_auth_health_open,
             log_format,
             metrics_listener,
             transforms_library: keys.transforms_library.or_else(default_library),

@@ -1,6 +1,7 @@
 //! The Sluice runtime. See `ARCHITECTURE.md` at the repository root for the
 //! record flow and where each concern lives.
 
+pub mod auth;
 pub mod cli;
 pub mod client;
 pub mod config;

@@ -1704,3 +1704,126 @@ async fn sluice_with_stdin(args: &[&str], input: &str) -> (i32, String, String) 
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// An `https://` listener with a self-signed certificate: the CLI trusts it
+/// with `--ca-cert` (and is refused without), combined with basic auth; a
+/// missing key file is refused at start, naming the key.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_https_listener_with_the_cli() {
+    use std::time::Duration;
+    let dir = tempfile::tempdir().unwrap();
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let (cert_file, key_file) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    std::fs::write(&cert_file, cert.cert.pem()).unwrap();
+    std::fs::write(&key_file, cert.key_pair.serialize_pem()).unwrap();
+    let users = dir.path().join("users");
+    std::fs::write(
+        &users,
+        format!(
+            "ops:{}\n",
+            sluice_runtime::auth::hash_password("pw").unwrap()
+        ),
+    )
+    .unwrap();
+    let port = crate::fixtures::free_port();
+    let worker = dir.path().join("worker.json");
+    std::fs::write(
+        &worker,
+        json!({"listeners": format!("https://localhost:{port}"),
+               "listeners.https.ssl.certificate.location": cert_file.display().to_string(),
+               "listeners.https.ssl.key.location": key_file.display().to_string(),
+               "rest.auth.users.file": users.display().to_string(), "wasm.cache.dir": ""})
+        .to_string(),
+    )
+    .unwrap();
+    let process = crate::fixtures::SluiceProcess::start(dir.path(), &[worker.as_path()]);
+    let url = format!("https://localhost:{port}");
+    let ca = cert_file.display().to_string();
+    let log = process.log.clone();
+    crate::fixtures::eventually(Duration::from_secs(60), "the https worker", || {
+        let log = log.clone();
+        async move {
+            std::fs::read_to_string(&log)
+                .ok()?
+                .contains("worker started")
+                .then_some(())
+        }
+    })
+    .await;
+    assert!(
+        process.log_text().contains("rest=https://"),
+        "{}",
+        process.log_text()
+    );
+    let (code, out, err) = sluice(
+        &[
+            "connectors",
+            "list",
+            "--url",
+            &url,
+            "--ca-cert",
+            &ca,
+            "--user",
+            "ops:pw",
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!((code, out.trim()), (0, "no connectors"), "{err}");
+    let (code, _, err) = sluice(
+        &["connectors", "list", "--url", &url, "--ca-cert", &ca],
+        &[],
+    )
+    .await;
+    assert_eq!((code, err.contains("HTTP 401")), (1, true), "{err}");
+    // Without trusting the certificate: no answer to trust, exit 3.
+    let (code, _, err) = sluice(
+        &["connectors", "list", "--url", &url, "--user", "ops:pw"],
+        &[],
+    )
+    .await;
+    assert_eq!(code, 3, "{err}");
+    // Plain HTTP to the TLS port gets no HTTP answer.
+    let (code, _, _) = sluice(
+        &[
+            "connectors",
+            "list",
+            "--url",
+            &format!("http://localhost:{port}"),
+            "--user",
+            "ops:pw",
+        ],
+        &[],
+    )
+    .await;
+    assert_ne!(code, 0);
+
+    // Misconfigurations are named at start.
+    let bad = dir.path().join("bad.json");
+    std::fs::write(
+        &bad,
+        json!({"listeners": format!("https://localhost:{}", crate::fixtures::free_port()),
+               "listeners.https.ssl.certificate.location": cert_file.display().to_string(),
+               "listeners.https.ssl.key.location": dir.path().join("nope.pem").display().to_string()})
+        .to_string(),
+    )
+    .unwrap();
+    let (code, err) = crate::fixtures::sluice_rejects(dir.path(), &[bad.as_path()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("listeners.https.ssl.key.location") && err.contains("nope.pem"),
+        "{err}"
+    );
+    std::fs::write(
+        &bad,
+        json!({"listeners": format!("https://localhost:{}", crate::fixtures::free_port())})
+            .to_string(),
+    )
+    .unwrap();
+    let (code, err) = crate::fixtures::sluice_rejects(dir.path(), &[bad.as_path()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("listeners.https.ssl.certificate.location"),
+        "{err}"
+    );
+}

@@ -467,6 +467,17 @@ async fn standalone(worker_file: PathBuf, connector_files: Vec<PathBuf>) -> Exit
         None => None,
     };
 
+    let tls = match &worker_config.rest_tls {
+        Some((cert, key)) => match crate::tls::acceptor(cert, key) {
+            Ok(a) => Some(a),
+            Err(e) => {
+                eprintln!("error: {}: {e}", worker_file.display());
+                return ExitCode::from(EXIT_CONFIG);
+            }
+        },
+        None => None,
+    };
+
     let listener = match tokio::net::TcpListener::bind(&listen).await {
         Ok(l) => l,
         Err(e) => {
@@ -481,7 +492,8 @@ async fn standalone(worker_file: PathBuf, connector_files: Vec<PathBuf>) -> Exit
         .local_addr()
         .map(|a| a.to_string())
         .unwrap_or(listen);
-    tracing::info!(rest = %format!("http://{local}"), bootstrap.servers = %bootstrap, "worker started");
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    tracing::info!(rest = %format!("{scheme}://{local}"), bootstrap.servers = %bootstrap, "worker started");
     let shutdown = tokio_util::sync::CancellationToken::new();
     let server = {
         let app = match &auth {
@@ -490,9 +502,14 @@ async fn standalone(worker_file: PathBuf, connector_files: Vec<PathBuf>) -> Exit
         };
         let stop = shutdown.clone();
         tokio::spawn(async move {
-            let _ = axum::serve(listener, app)
-                .with_graceful_shutdown(stop.cancelled_owned())
-                .await;
+            match tls {
+                Some(acceptor) => crate::tls::serve(listener, acceptor, app, stop).await,
+                None => {
+                    let _ = axum::serve(listener, app)
+                        .with_graceful_shutdown(stop.cancelled_owned())
+                        .await;
+                }
+            }
         })
     };
 

@@ -51,6 +51,10 @@ pub struct ClientArgs {
     /// `rest.auth.users.file`.
     #[arg(long, env = "SLUICE_USER", global = true, hide_env_values = true)]
     user: Option<String>,
+    /// A PEM CA certificate to trust for an https:// worker (e.g. its own
+    /// self-signed certificate), besides the system's.
+    #[arg(long, env = "SLUICE_CA_CERT", global = true)]
+    ca_cert: Option<PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -151,7 +155,7 @@ struct Answer {
 }
 
 impl Client {
-    fn new(url: &str, user: Option<&str>) -> Result<Self, Failure> {
+    fn new(url: &str, user: Option<&str>, ca_cert: Option<&Path>) -> Result<Self, Failure> {
         let credentials = match user {
             Some(u) => {
                 let (name, password) = u.split_once(':').ok_or_else(|| {
@@ -169,9 +173,22 @@ impl Client {
                 "--url {url}: expected an http:// or https:// address"
             )));
         }
-        let http = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
-            .timeout(Duration::from_secs(120))
+            .timeout(Duration::from_secs(120));
+        if let Some(file) = ca_cert {
+            let pem = std::fs::read(file).map_err(|e| {
+                Failure::Usage(format!("--ca-cert: reading {}: {e}", file.display()))
+            })?;
+            let cert = reqwest::Certificate::from_pem(&pem).map_err(|e| {
+                Failure::Usage(format!(
+                    "--ca-cert: {} is not a PEM certificate: {e}",
+                    file.display()
+                ))
+            })?;
+            builder = builder.add_root_certificate(cert);
+        }
+        let http = builder
             .build()
             .map_err(|e| Failure::Usage(format!("building the HTTP client: {e}")))?;
         Ok(Self {
@@ -404,7 +421,7 @@ fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
 pub fn connectors(args: ClientArgs, command: ConnectorsCommand) -> ExitCode {
     let output = args.output;
     let run = || -> Result<String, Failure> {
-        let client = Client::new(&args.url, args.user.as_deref())?;
+        let client = Client::new(&args.url, args.user.as_deref(), args.ca_cert.as_deref())?;
         runtime()?.block_on(connectors_command(&client, output, command))
     };
     finish(run(), output)
@@ -414,7 +431,7 @@ pub fn connectors(args: ClientArgs, command: ConnectorsCommand) -> ExitCode {
 pub fn plugins(args: ClientArgs, all: bool) -> ExitCode {
     let output = args.output;
     let run = || -> Result<String, Failure> {
-        let client = Client::new(&args.url, args.user.as_deref())?;
+        let client = Client::new(&args.url, args.user.as_deref(), args.ca_cert.as_deref())?;
         let path = format!("/connector-plugins?connectorsOnly={}", !all);
         let answer = runtime()?.block_on(client.call(Method::GET, &path, None))?;
         Ok(match output {

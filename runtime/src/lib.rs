@@ -16,5 +16,6 @@ pub mod plugin;
 pub mod providers;
 pub mod rest;
 pub mod task;
+pub mod tls;
 pub mod transform;
 pub mod worker;

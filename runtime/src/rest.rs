@@ -6,7 +6,7 @@ use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, put};
+use axum::routing::{MethodRouter, get, post, put};
 use axum::{Json, Router};
 use serde_json::{Value, json};
 use sluice_sdk::ConfigMap;
@@ -15,58 +15,70 @@ use crate::config::ConnectorSpec;
 use crate::task::TaskStatus;
 use crate::worker::{ConnectorStatus, TargetState, Updated, Worker, WorkerError};
 
+/// Every path the API serves, in the order the router is built from. The
+/// OpenAPI document (`docs/openapi.yaml`) is checked against this list.
+pub const PATHS: &[&str] = &[
+    "/",
+    "/health",
+    "/metrics",
+    "/connectors",
+    "/connectors/{name}",
+    "/connectors/{name}/restart",
+    "/connectors/{name}/pause",
+    "/connectors/{name}/resume",
+    "/connectors/{name}/stop",
+    "/connectors/{name}/tasks/{task}/restart",
+    "/connectors/{name}/config",
+    "/connectors/{name}/status",
+    "/connectors/{name}/tasks",
+    "/connectors/{name}/tasks/{task}/status",
+    "/connectors/{name}/offsets",
+    "/connectors/{name}/topics",
+    "/connectors/{name}/topics/reset",
+    "/connectors/{name}/dlq/replay",
+    "/connector-plugins",
+    "/connector-plugins/{class}/config",
+    "/connector-plugins/{class}/config/validate",
+    "/admin/loggers",
+    "/admin/loggers/{logger}",
+];
+
+/// The handlers of one of [`PATHS`].
+fn handlers(path: &str) -> MethodRouter<Arc<Worker>> {
+    match path {
+        "/" => get(root),
+        "/health" => get(health),
+        "/metrics" => get(metrics),
+        "/connectors" => get(list_connectors).post(create_connector),
+        "/connectors/{name}" => get(get_connector).delete(delete_connector),
+        "/connectors/{name}/restart" => post(restart_connector),
+        "/connectors/{name}/pause" => put(pause_connector),
+        "/connectors/{name}/resume" => put(resume_connector),
+        "/connectors/{name}/stop" => put(stop_connector),
+        "/connectors/{name}/tasks/{task}/restart" => post(restart_task),
+        "/connectors/{name}/config" => get(get_config).put(put_config).patch(patch_config),
+        "/connectors/{name}/status" => get(get_status),
+        "/connectors/{name}/tasks" => get(get_tasks),
+        "/connectors/{name}/tasks/{task}/status" => get(get_task_status),
+        "/connectors/{name}/offsets" => {
+            get(get_offsets).patch(patch_offsets).delete(delete_offsets)
+        }
+        "/connectors/{name}/topics" => get(get_topics),
+        "/connectors/{name}/topics/reset" => put(reset_topics),
+        "/connectors/{name}/dlq/replay" => post(replay_dlq),
+        "/connector-plugins" => get(list_plugins),
+        "/connector-plugins/{class}/config" => get(plugin_config),
+        "/connector-plugins/{class}/config/validate" => put(validate_plugin_config),
+        "/admin/loggers" => get(list_loggers),
+        "/admin/loggers/{logger}" => get(get_logger).put(put_logger),
+        other => unreachable!("no handlers for {other}"),
+    }
+}
+
 pub fn router(worker: Arc<Worker>) -> Router {
-    Router::new()
-        .route("/", get(root))
-        .route("/health", get(health))
-        .route("/metrics", get(metrics))
-        .route("/connectors", get(list_connectors).post(create_connector))
-        .route(
-            "/connectors/{name}",
-            get(get_connector).delete(delete_connector),
-        )
-        .route(
-            "/connectors/{name}/restart",
-            axum::routing::post(restart_connector),
-        )
-        .route("/connectors/{name}/pause", put(pause_connector))
-        .route("/connectors/{name}/resume", put(resume_connector))
-        .route("/connectors/{name}/stop", put(stop_connector))
-        .route(
-            "/connectors/{name}/tasks/{task}/restart",
-            axum::routing::post(restart_task),
-        )
-        .route(
-            "/connectors/{name}/config",
-            get(get_config).merge(put(put_config)).patch(patch_config),
-        )
-        .route("/connectors/{name}/status", get(get_status))
-        .route("/connectors/{name}/tasks", get(get_tasks))
-        .route(
-            "/connectors/{name}/tasks/{task}/status",
-            get(get_task_status),
-        )
-        .route(
-            "/connectors/{name}/offsets",
-            get(get_offsets).patch(patch_offsets).delete(delete_offsets),
-        )
-        .route("/connectors/{name}/topics", get(get_topics))
-        .route("/connectors/{name}/topics/reset", put(reset_topics))
-        .route(
-            "/connectors/{name}/dlq/replay",
-            axum::routing::post(replay_dlq),
-        )
-        .route("/connector-plugins", get(list_plugins))
-        .route("/connector-plugins/{class}/config", get(plugin_config))
-        .route(
-            "/connector-plugins/{class}/config/validate",
-            put(validate_plugin_config),
-        )
-        .route("/admin/loggers", get(list_loggers))
-        .route(
-            "/admin/loggers/{logger}",
-            get(get_logger).merge(put(put_logger)),
-        )
+    PATHS
+        .iter()
+        .fold(Router::new(), |r, path| r.route(path, handlers(path)))
         .fallback(not_found)
         .with_state(worker)
 }

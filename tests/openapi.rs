@@ -167,9 +167,24 @@ async fn conforms(
     uri: &str,
     body: Option<Value>,
 ) -> (StatusCode, Value) {
-    let (status, answer) = send(env, method, uri, body).await;
     let operation = &spec["paths"][path][method.to_ascii_lowercase()];
     assert!(operation.is_object(), "{method} {path} is not in the spec");
+    let request_schema = operation
+        .get("requestBody")
+        .map(|b| resolve(spec, b))
+        .and_then(|b| b.pointer("/content/application~1json/schema"));
+    let sent = body.clone();
+    let (status, answer) = send(env, method, uri, body).await;
+    // A body the server takes must be one the spec describes.
+    if let Some(sent) = &sent
+        && status.is_success()
+    {
+        let schema = request_schema
+            .unwrap_or_else(|| panic!("{method} {path} takes a body the spec does not give"));
+        let mut errors = Vec::new();
+        check_schema(spec, schema, sent, "request", &mut errors);
+        assert!(errors.is_empty(), "{method} {uri}: {errors:#?}");
+    }
     let response = operation["responses"]
         .get(status.as_str())
         .unwrap_or_else(|| panic!("{method} {uri}: {status} is not in the spec: {answer}"));
@@ -223,6 +238,54 @@ fn the_spec_parses_and_its_refs_resolve() {
     ] {
         assert!(spec["components"]["schemas"][name].is_object(), "{name}");
     }
+}
+
+/// The checker itself finds what does not match.
+#[test]
+fn the_schema_checker_rejects_what_does_not_match() {
+    let spec = spec();
+    let errors = |schema: &str, value: Value| {
+        let mut e = Vec::new();
+        check_schema(
+            &spec,
+            &json!({"$ref": format!("#/components/schemas/{schema}")}),
+            &value,
+            "body",
+            &mut e,
+        );
+        e
+    };
+    assert!(errors("Error", json!({"error_code": 404, "message": "x"})).is_empty());
+    assert!(!errors("Error", json!({"error_code": "404", "message": "x"})).is_empty());
+    assert!(!errors("Error", json!({"message": "x"})).is_empty());
+    assert!(
+        !errors(
+            "Error",
+            json!({"error_code": 404, "message": "x", "more": 1})
+        )
+        .is_empty()
+    );
+    assert!(!errors("Error", json!(null)).is_empty());
+    assert!(
+        errors(
+            "LoggerLevel",
+            json!({"level": "INFO", "last_modified": null})
+        )
+        .is_empty()
+    );
+    assert!(
+        !errors(
+            "LoggerLevel",
+            json!({"level": "LOUD", "last_modified": null})
+        )
+        .is_empty()
+    );
+    let task = json!({"id": 0, "state": "RUNNING", "worker_id": "w"});
+    let status = json!({"name": "c", "connector": {"state": "RUNNING", "worker_id": "w"}, "tasks": [task], "type": "source"});
+    assert!(errors("ConnectorStatus", status.clone()).is_empty());
+    let mut bad = status;
+    bad["tasks"][0]["id"] = json!("zero");
+    assert!(!errors("ConnectorStatus", bad).is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -502,6 +565,10 @@ async fn the_answers_match_the_spec() {
     assert_eq!(s, 204);
     let (s, current) = conforms(env, spec, "GET", offsets, "/connectors/dg/offsets", None).await;
     assert_eq!(s, 200);
+    assert!(
+        !current["offsets"].as_array().unwrap().is_empty(),
+        "{current}"
+    );
     let (s, _) = conforms(
         env,
         spec,
@@ -628,6 +695,20 @@ async fn the_answers_match_the_spec() {
     assert_eq!(s, 204);
     let (s, _) = conforms(env, spec, "DELETE", c, "/connectors/dg", None).await;
     assert_eq!(s, 404);
+
+    let huge = json!({"name": "big", "config": {"x": "a".repeat(3 * 1024 * 1024)}});
+    let (s, _) = conforms(env, spec, "POST", "/connectors", "/connectors", Some(huge)).await;
+    assert_eq!(s, 413);
+    let (s, _) = conforms(
+        env,
+        spec,
+        "PATCH",
+        cfg,
+        "/connectors/dg2/config",
+        Some(json!([1])),
+    )
+    .await;
+    assert_eq!(s, 400);
 
     // An unknown path answers with the error shape too.
     let (s, body) = send(env, "GET", "/nowhere", None).await;

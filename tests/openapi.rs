@@ -756,3 +756,116 @@ async fn unauthorized_answers_match_the_spec() {
     assert!(errors.is_empty(), "{errors:?}");
     assert!(response.pointer("/headers/WWW-Authenticate").is_some());
 }
+
+/// A sink: its info, its KIP-875 offsets and a dead-letter queue replay.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sinks_answers_match_the_spec() {
+    let spec = spec();
+    let spec = &spec;
+    let env = InProcess::start();
+    let env = &env;
+    env.broker.create_topic("fs-in", 1).await.unwrap();
+    env.broker.create_topic("fs-dlq", 1).await.unwrap();
+    crate::fixtures::produce(
+        env.broker.bootstrap_servers(),
+        "fs-in",
+        &[
+            (None, br#"{"n":1}"#.as_slice()),
+            (None, br#"{"n":2}"#.as_slice()),
+        ],
+    )
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("fs.jsonl");
+    let fs = json!({"name": "fs", "config": {"connector.class": "file-sink", "topics": "fs-in",
+        "file": out.display().to_string(), "errors.tolerance": "all",
+        "errors.deadletterqueue.topic.name": "fs-dlq"}});
+    let (s, info) = conforms(env, spec, "POST", "/connectors", "/connectors", Some(fs)).await;
+    assert_eq!(
+        (s.as_u16(), info["type"].as_str()),
+        (201, Some("sink")),
+        "{info}"
+    );
+    crate::fixtures::eventually(Duration::from_secs(120), "two lines", || async {
+        let lines = std::fs::read_to_string(&out).unwrap_or_default();
+        (lines.lines().count() == 2).then_some(())
+    })
+    .await;
+
+    let replay = "/connectors/{name}/dlq/replay";
+    let (s, report) = conforms(
+        env,
+        spec,
+        "POST",
+        replay,
+        "/connectors/fs/dlq/replay",
+        Some(json!({"dry_run": true})),
+    )
+    .await;
+    assert_eq!(s, 200, "{report}");
+
+    let offsets = "/connectors/{name}/offsets";
+    let (s, _) = conforms(
+        env,
+        spec,
+        "PUT",
+        "/connectors/{name}/stop",
+        "/connectors/fs/stop",
+        None,
+    )
+    .await;
+    assert_eq!(s, 204);
+    let (s, current) = conforms(env, spec, "GET", offsets, "/connectors/fs/offsets", None).await;
+    assert_eq!(s, 200);
+    assert!(
+        !current["offsets"].as_array().unwrap().is_empty(),
+        "{current}"
+    );
+    let (s, _) = conforms(
+        env,
+        spec,
+        "PATCH",
+        offsets,
+        "/connectors/fs/offsets",
+        Some(current),
+    )
+    .await;
+    assert_eq!(s, 200);
+    let (s, _) = conforms(env, spec, "DELETE", offsets, "/connectors/fs/offsets", None).await;
+    assert_eq!(s, 200);
+    let (s, _) = conforms(
+        env,
+        spec,
+        "PUT",
+        "/connectors/{name}/resume",
+        "/connectors/fs/resume",
+        None,
+    )
+    .await;
+    assert_eq!(s, 202);
+    let (s, _) = conforms(
+        env,
+        spec,
+        "POST",
+        "/connectors/{name}/restart",
+        "/connectors/fs/restart?includeTasks=true&onlyFailed=true",
+        None,
+    )
+    .await;
+    assert_eq!(s, 202);
+    let validate = "/connector-plugins/file-sink/config/validate";
+    let (s, report) = conforms(
+        env,
+        spec,
+        "PUT",
+        "/connector-plugins/{class}/config/validate",
+        validate,
+        Some(json!({"file": "/tmp/x"})),
+    )
+    .await;
+    assert_eq!(
+        (s.as_u16(), report["error_count"].as_u64()),
+        (200, Some(1)),
+        "{report}"
+    );
+}

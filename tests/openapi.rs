@@ -226,6 +226,44 @@ fn the_spec_parses_and_its_refs_resolve() {
         spec.pointer("/components/securitySchemes/basicAuth/scheme"),
         Some(&json!("basic"))
     );
+    // Each path's `{params}` are declared, every operation may be a 401, and
+    // every error answer has the Error body.
+    for (path, item) in spec["paths"].as_object().unwrap() {
+        let declared: BTreeSet<String> = item
+            .get("parameters")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(|p| resolve(&spec, p))
+            .filter(|p| p["in"] == "path")
+            .map(|p| p["name"].as_str().unwrap().to_string())
+            .collect();
+        let in_template: BTreeSet<String> = path
+            .split('/')
+            .filter_map(|seg| seg.strip_prefix('{')?.strip_suffix('}'))
+            .map(str::to_string)
+            .collect();
+        assert_eq!(declared, in_template, "{path}'s path parameters");
+        for method in METHODS {
+            let Some(operation) = item.get(method.to_ascii_lowercase()) else {
+                continue;
+            };
+            let responses = operation["responses"].as_object().unwrap();
+            assert!(responses.contains_key("401"), "{method} {path}: no 401");
+            for (code, response) in responses {
+                if code.starts_with('4') || code.starts_with('5') {
+                    let schema = resolve(&spec, response)
+                        .pointer("/content/application~1json/schema")
+                        .unwrap_or_else(|| panic!("{method} {path} {code}: no body"));
+                    assert_eq!(
+                        resolve(&spec, schema),
+                        &spec["components"]["schemas"]["Error"],
+                        "{method} {path} {code}"
+                    );
+                }
+            }
+        }
+    }
     for name in [
         "ConnectorInfo",
         "ConnectorStatus",
@@ -349,6 +387,8 @@ async fn the_answers_match_the_spec() {
 
     conforms(env, spec, "GET", "/", "/", None).await;
     conforms(env, spec, "GET", "/health", "/health", None).await;
+    let (s, _) = conforms(env, spec, "GET", "/metrics", "/metrics", None).await;
+    assert_eq!(s, 200);
     let (s, _) = conforms(env, spec, "GET", "/connectors", "/connectors", None).await;
     assert_eq!(s, 200);
 

@@ -99,8 +99,19 @@ async fn connector_lifecycle_and_errors() {
     )
     .await;
     assert_error(s, &b, 400, "key `topic`: `bad topic!` has ` `");
-    let (s, b) = call(&env, "POST", "/connectors", Some(json!({"name": "y", "config": {"connector.class": "datagen", "topic": "t"}, "initial_state": "PAUSED"}))).await;
-    assert_error(s, &b, 400, "initial_state");
+    let (s, b) = call(&env, "POST", "/connectors", Some(json!({"name": "y", "config": {"connector.class": "datagen", "topic": "t"}, "initial_state": "SLEEPING"}))).await;
+    assert_error(
+        s,
+        &b,
+        400,
+        "initial_state `SLEEPING` is not one of RUNNING, PAUSED, STOPPED",
+    );
+    let (s, b) = call(&env, "POST", "/connectors", Some(json!({"name": "y", "config": {"connector.class": "datagen", "topic": "t"}, "initial_state": 3}))).await;
+    assert_error(s, &b, 400, "initial_state must be one of");
+    assert_eq!(
+        call(&env, "GET", "/connectors/y", None).await.0,
+        StatusCode::NOT_FOUND
+    );
     let req = Request::post("/connectors")
         .header(header::CONTENT_TYPE, "application/json")
         .body(Body::from("{not json"))
@@ -849,4 +860,970 @@ async fn any_request_body_gets_a_success_or_a_4xx() {
         );
     }
     env.worker.shutdown().await;
+}
+
+/// Serves the REST API of an in-process worker on a real socket.
+async fn serve(env: &InProcess) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let app = sluice_runtime::rest::router(env.worker.clone());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    base
+}
+
+/// Runs the `sluice` binary: (exit code, stdout, stderr).
+async fn sluice(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(args)
+        .env_remove("SLUICE_URL")
+        .envs(env.iter().copied())
+        .env("NO_COLOR", "1")
+        .output()
+        .await
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `sluice connectors ...` and `sluice plugins` against a worker over a real
+/// socket: tables, `--output json`, and the exit codes scripts rely on (0 ok,
+/// 1 the worker's error with its message, 2 bad input file, 3 unreachable).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_connectors_cli_drives_a_worker() {
+    use std::time::Duration;
+    let env = InProcess::start();
+    let base = serve(&env).await;
+    let cli = |args: Vec<&str>| {
+        let args: Vec<String> = args.into_iter().map(str::to_string).collect();
+        let url = base.clone();
+        async move {
+            let mut all: Vec<&str> = args.iter().map(String::as_str).collect();
+            all.extend(["--url", url.as_str()]);
+            sluice(&all, &[]).await
+        }
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("gen.json");
+    std::fs::write(&file, source("gen").to_string()).unwrap();
+    let file = file.display().to_string();
+
+    let (code, out, err) = cli(vec!["plugins"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.starts_with("CLASS") && out.contains("datagen") && out.contains("jdbc-sink"),
+        "{out}"
+    );
+    let (code, out, _) = cli(vec!["plugins", "--all", "--output", "json"]).await;
+    assert_eq!(code, 0);
+    let all: Value = serde_json::from_str(&out).unwrap();
+    assert!(
+        all.as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["type"] == "predicate"),
+        "{all}"
+    );
+    assert_eq!(
+        cli(vec!["connectors", "list"]).await.1.trim(),
+        "no connectors"
+    );
+
+    // Create; again is the worker's 409, its message printed, exit 1.
+    let (code, out, err) = cli(vec!["connectors", "create", "-f", &file]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("created gen (source, 1 task)"), "{out}");
+    assert!(out.contains("topic") && out.contains("gen-t"), "{out}");
+    let (code, out, err) = cli(vec!["connectors", "create", "-f", &file]).await;
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        err.contains("Connector gen already exists") && err.contains("HTTP 409"),
+        "{err}"
+    );
+    let (code, out, _) = cli(vec![
+        "connectors",
+        "create",
+        "-f",
+        &file,
+        "--output",
+        "json",
+    ])
+    .await;
+    assert_eq!(code, 1);
+    assert_eq!(
+        serde_json::from_str::<Value>(&out).unwrap()["error_code"],
+        409,
+        "{out}"
+    );
+
+    // Reads: tables and JSON.
+    crate::fixtures::eventually(
+        Duration::from_secs(60),
+        "gen listed RUNNING",
+        || async move {
+            let (_, out, _) = cli(vec!["connectors", "list"]).await;
+            let row = out.lines().find(|l| l.starts_with("gen "))?.to_string();
+            (out.starts_with("NAME")
+                && row.contains("source")
+                && row.contains("1 RUNNING")
+                && row.contains("datagen"))
+            .then_some(())
+        },
+    )
+    .await;
+    let (code, out, _) = cli(vec!["connectors", "list", "--output", "json"]).await;
+    assert_eq!(code, 0);
+    let listed: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(listed["gen"]["info"]["type"], "source", "{listed}");
+    let (code, out, _) = cli(vec!["connectors", "get", "gen"]).await;
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("KEY") && out.contains("connector.class") && out.contains("datagen"),
+        "{out}"
+    );
+    let (code, out, _) = cli(vec!["connectors", "status", "gen"]).await;
+    assert_eq!(code, 0);
+    assert!(out.starts_with("gen (source): RUNNING"), "{out}");
+    assert!(out.contains("TASK") && out.contains("test-worker"), "{out}");
+    let (code, out, _) = cli(vec!["connectors", "status", "gen", "--output", "json"]).await;
+    assert_eq!(code, 0);
+    assert_eq!(
+        serde_json::from_str::<Value>(&out).unwrap()["connector"]["state"],
+        "RUNNING"
+    );
+    let (code, _, err) = cli(vec!["connectors", "get", "missing"]).await;
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("Connector missing not found") && err.contains("HTTP 404"),
+        "{err}"
+    );
+    let (code, _, err) = cli(vec!["connectors", "status", "missing"]).await;
+    assert_eq!((code, err.contains("HTTP 404")), (1, true), "{err}");
+
+    // Update from the same kind of file.
+    let mut changed = source("gen");
+    changed["config"]["rate"] = json!("30");
+    std::fs::write(&file, changed.to_string()).unwrap();
+    let (code, out, err) = cli(vec!["connectors", "update", "-f", &file]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("updated (tasks restarted): gen"), "{out}");
+    let (code, out, _) = cli(vec!["connectors", "update", "-f", &file]).await;
+    assert_eq!((code, out.starts_with("unchanged")), (0, true), "{out}");
+    let mut invalid = changed.clone();
+    invalid["config"]["rate"] = json!("fast");
+    let bad_file = dir.path().join("bad.json");
+    std::fs::write(&bad_file, invalid.to_string()).unwrap();
+    let (code, _, err) = cli(vec![
+        "connectors",
+        "update",
+        "-f",
+        &bad_file.display().to_string(),
+    ])
+    .await;
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("key `rate`") && err.contains("HTTP 400"),
+        "{err}"
+    );
+
+    // Target states.
+    let (code, out, _) = cli(vec!["connectors", "pause", "gen"]).await;
+    assert_eq!((code, out.trim()), (0, "paused connector gen"));
+    let (_, out, _) = cli(vec!["connectors", "status", "gen"]).await;
+    assert!(out.starts_with("gen (source): PAUSED"), "{out}");
+    let (code, out, _) = cli(vec!["connectors", "resume", "gen", "--output", "json"]).await;
+    assert_eq!(code, 0);
+    assert_eq!(
+        serde_json::from_str::<Value>(&out).unwrap(),
+        json!({"name": "gen", "result": "resumed"})
+    );
+    let (code, out, _) = cli(vec!["connectors", "stop", "gen"]).await;
+    assert_eq!((code, out.trim()), (0, "stopped connector gen"));
+    let (_, out, _) = cli(vec!["connectors", "status", "gen"]).await;
+    assert!(
+        out.starts_with("gen (source): STOPPED") && out.contains("no tasks"),
+        "{out}"
+    );
+    let (code, _, err) = cli(vec!["connectors", "pause", "gen"]).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("STOPPED") && err.contains("HTTP 409"), "{err}");
+    let (code, _, err) = cli(vec!["connectors", "restart", "gen"]).await;
+    assert_eq!((code, err.contains("HTTP 409")), (1, true), "{err}");
+    let (code, out, _) = cli(vec!["connectors", "offsets", "gen", "--output", "json"]).await;
+    assert_eq!(code, 0);
+    assert!(
+        serde_json::from_str::<Value>(&out).unwrap()["offsets"].is_array(),
+        "{out}"
+    );
+    let (code, out, _) = cli(vec!["connectors", "offsets", "gen"]).await;
+    assert!(
+        code == 0 && (out.starts_with("PARTITION") || out.trim() == "no offsets"),
+        "{out}"
+    );
+    assert_eq!(cli(vec!["connectors", "resume", "gen"]).await.0, 0);
+    let (code, out, _) = cli(vec!["connectors", "restart", "gen"]).await;
+    assert_eq!((code, out.trim()), (0, "restarted connector gen"));
+    let (code, out, err) = cli(vec!["connectors", "restart", "gen", "--include-tasks"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.starts_with("gen (source): ") && out.contains("TASK"),
+        "{out}"
+    );
+    let (code, _, err) = cli(vec![
+        "connectors",
+        "restart",
+        "missing",
+        "--include-tasks",
+        "--only-failed",
+    ])
+    .await;
+    assert_eq!((code, err.contains("HTTP 404")), (1, true), "{err}");
+
+    // Bad input files: exit 2, nothing sent.
+    let not_json = dir.path().join("not.json");
+    std::fs::write(&not_json, "{nope").unwrap();
+    let (code, _, err) = cli(vec![
+        "connectors",
+        "create",
+        "-f",
+        &not_json.display().to_string(),
+    ])
+    .await;
+    assert_eq!(code, 2);
+    assert!(err.contains("not valid JSON"), "{err}");
+    let nameless = dir.path().join("nameless.json");
+    std::fs::write(&nameless, r#"{"config": {"connector.class": "datagen"}}"#).unwrap();
+    let (code, _, err) = cli(vec![
+        "connectors",
+        "update",
+        "-f",
+        &nameless.display().to_string(),
+    ])
+    .await;
+    assert_eq!(code, 2);
+    assert!(err.contains("no `name` string"), "{err}");
+    let (code, _, err) = cli(vec!["connectors", "create", "-f", "/nonexistent/c.json"]).await;
+    assert_eq!(
+        (code, err.contains("reading /nonexistent/c.json")),
+        (2, true),
+        "{err}"
+    );
+    assert_eq!(
+        cli(vec!["connectors", "frobnicate"]).await.0,
+        2,
+        "usage errors exit 2"
+    );
+
+    // Delete; again is a 404.
+    let (code, out, _) = cli(vec!["connectors", "delete", "gen"]).await;
+    assert_eq!((code, out.trim()), (0, "deleted connector gen"));
+    let (code, _, err) = cli(vec!["connectors", "delete", "gen"]).await;
+    assert_eq!((code, err.contains("HTTP 404")), (1, true), "{err}");
+
+    // The URL from the environment; a worker that is not there: exit 3.
+    let (code, out, _) = sluice(&["connectors", "list"], &[("SLUICE_URL", base.as_str())]).await;
+    assert_eq!((code, out.trim()), (0, "no connectors"));
+    let nobody = format!("http://127.0.0.1:{}", crate::fixtures::free_port());
+    let (code, _, err) = sluice(&["connectors", "list", "--url", &nobody], &[]).await;
+    assert_eq!(code, 3, "{err}");
+    assert!(
+        err.contains(&format!("cannot reach the worker at {nobody}")),
+        "{err}"
+    );
+    let (code, _, err) = sluice(&["plugins"], &[("SLUICE_URL", nobody.as_str())]).await;
+    assert_eq!(code, 3, "{err}");
+    let (code, _, err) = sluice(&["connectors", "list", "--url", "localhost:8083"], &[]).await;
+    assert_eq!(code, 2, "{err}");
+    env.worker.shutdown().await;
+}
+
+/// `sluice validate FILE` runs the validate endpoint's checks offline: the
+/// same report (`--output json` equals the endpoint's answer), exit 0 when
+/// valid, 1 with errors, 2 when the file is unreadable or not JSON.
+#[tokio::test(flavor = "multi_thread")]
+async fn validate_offline_gives_the_endpoints_answer() {
+    let env = InProcess::start();
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, v: &Value| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, v.to_string()).unwrap();
+        p.display().to_string()
+    };
+    let fake = dir.path().join("fake.wasm");
+    std::fs::write(&fake, "not wasm").unwrap();
+    let cases = [
+        (json!({"topic": "t", "rate": "5"}), "datagen", 0),
+        (json!({"topic": "t", "rate": "fast"}), "datagen", 1),
+        (
+            json!({"topic": "t", "transforms": "x", "transforms.x.type": "wasm", "transforms.x.module": fake.display().to_string()}),
+            "datagen",
+            1,
+        ),
+        (
+            json!({"topics": "t", "connection.url": "jdbc:sqlite:/tmp/x.db", "insert.mode": "upsert", "connection.password": "p"}),
+            "jdbc-sink",
+            1,
+        ),
+    ];
+    for (i, (config, class, expected)) in cases.iter().enumerate() {
+        let mut full = config.clone();
+        full["connector.class"] = json!(class);
+        full["name"] = json!("validate");
+        let (_, from_rest) = call(
+            &env,
+            "PUT",
+            &format!("/connector-plugins/{class}/config/validate"),
+            Some(full.clone()),
+        )
+        .await;
+        let file = write(
+            &format!("c{i}.json"),
+            &json!({"name": "validate", "config": full}),
+        );
+        let (code, out, err) = sluice(&["validate", &file, "--output", "json"], &[]).await;
+        assert_eq!(code, *expected, "{out}{err}");
+        let offline: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(offline, from_rest, "the CLI and the endpoint agree");
+        let (code, out, _) = sluice(&["validate", &file], &[]).await;
+        assert_eq!(code, *expected);
+        if *expected == 0 {
+            assert!(out.contains("valid (datagen"), "{out}");
+        } else {
+            assert!(out.starts_with("KEY"), "{out}");
+        }
+    }
+    let (_, out, _) = sluice(&["validate", &write("r.json", &json!({"name": "r", "config": {"connector.class": "datagen", "topic": "t", "rate": "fast"}}))], &[]).await;
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("rate") && l.contains("expected a number")),
+        "{out}"
+    );
+
+    // A flat config, an unknown class, files that cannot be used.
+    let flat = write(
+        "flat.json",
+        &json!({"name": "f", "connector.class": "datagen", "topic": "t"}),
+    );
+    assert_eq!(sluice(&["validate", &flat], &[]).await.0, 0);
+    let unknown = write(
+        "u.json",
+        &json!({"name": "u", "config": {"connector.class": "nope"}}),
+    );
+    let (code, out, _) = sluice(&["validate", &unknown], &[]).await;
+    assert_eq!(code, 1);
+    assert!(
+        out.contains("connector.class") && out.contains("nope"),
+        "{out}"
+    );
+    let not_json = dir.path().join("n.json");
+    std::fs::write(&not_json, "{nope").unwrap();
+    let (code, _, err) = sluice(&["validate", &not_json.display().to_string()], &[]).await;
+    assert_eq!(code, 2);
+    assert!(err.contains("not valid JSON"), "{err}");
+    let (code, _, err) = sluice(&["validate", "/nonexistent/c.json"], &[]).await;
+    assert_eq!(
+        (code, err.contains("reading /nonexistent/c.json")),
+        (2, true),
+        "{err}"
+    );
+    env.worker.shutdown().await;
+}
+
+/// `initial_state` on `POST /connectors`: the connector is created directly
+/// PAUSED (tasks paused, nothing produced) or STOPPED (no tasks), and the
+/// state is persisted like any other target state.
+#[tokio::test(flavor = "multi_thread")]
+async fn connectors_are_created_in_their_initial_state() {
+    use std::time::Duration;
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("connectors.json");
+    let env = InProcess::start_with_store(store.clone());
+    let stored_state = |name: &str| {
+        let text = std::fs::read_to_string(&store).unwrap();
+        serde_json::from_str::<Value>(&text).unwrap()[name]["state"].clone()
+    };
+    let with_state = |name: &str, state: &str| {
+        let mut body = source(name);
+        body["initial_state"] = json!(state);
+        body
+    };
+
+    // PAUSED: one task, paused from the start; the source produces nothing.
+    let (s, b) = call(&env, "POST", "/connectors", Some(with_state("p", "PAUSED"))).await;
+    assert_eq!(s, StatusCode::CREATED, "{b}");
+    assert_eq!(b["tasks"], json!([{"connector": "p", "task": 0}]));
+    crate::fixtures::eventually(Duration::from_secs(60), "p PAUSED", || async {
+        let (_, st) = call(&env, "GET", "/connectors/p/status", None).await;
+        (st["connector"]["state"] == "PAUSED" && st["tasks"][0]["state"] == "PAUSED").then_some(())
+    })
+    .await;
+    assert_eq!(stored_state("p"), "PAUSED");
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let (_, o) = call(&env, "GET", "/connectors/p/offsets", None).await;
+    assert_eq!(
+        o,
+        json!({"offsets": []}),
+        "a paused source produced nothing"
+    );
+    assert_eq!(
+        call(&env, "PUT", "/connectors/p/resume", None).await.0,
+        StatusCode::ACCEPTED
+    );
+    crate::fixtures::eventually(
+        Duration::from_secs(60),
+        "p producing once resumed",
+        || async {
+            let (_, o) = call(&env, "GET", "/connectors/p/offsets", None).await;
+            (!o["offsets"].as_array()?.is_empty()).then_some(())
+        },
+    )
+    .await;
+    assert_eq!(stored_state("p"), "RUNNING");
+
+    // STOPPED: no tasks, as after PUT .../stop; offsets may be changed; resume starts them.
+    let (s, b) = call(
+        &env,
+        "POST",
+        "/connectors",
+        Some(with_state("s", "STOPPED")),
+    )
+    .await;
+    assert_eq!(s, StatusCode::CREATED, "{b}");
+    assert_eq!(b["tasks"], json!([]));
+    let (_, st) = call(&env, "GET", "/connectors/s/status", None).await;
+    assert_eq!(
+        (st["connector"]["state"].as_str(), st["tasks"].clone()),
+        (Some("STOPPED"), json!([])),
+        "{st}"
+    );
+    assert_eq!(stored_state("s"), "STOPPED");
+    let (s, _) = call(&env, "DELETE", "/connectors/s/offsets", None).await;
+    assert_eq!(s, StatusCode::OK, "offsets can be changed: it is STOPPED");
+    let (s, b) = call(&env, "PUT", "/connectors/s/pause", None).await;
+    assert_error(s, &b, 409, "STOPPED");
+    assert_eq!(
+        call(&env, "PUT", "/connectors/s/resume", None).await.0,
+        StatusCode::ACCEPTED
+    );
+    crate::fixtures::eventually(Duration::from_secs(60), "s RUNNING", || async {
+        let (_, st) = call(&env, "GET", "/connectors/s/status", None).await;
+        (st["connector"]["state"] == "RUNNING" && st["tasks"][0]["state"] == "RUNNING")
+            .then_some(())
+    })
+    .await;
+
+    // RUNNING, explicitly.
+    let (s, _) = call(
+        &env,
+        "POST",
+        "/connectors",
+        Some(with_state("r", "RUNNING")),
+    )
+    .await;
+    assert_eq!(s, StatusCode::CREATED);
+    assert_eq!(stored_state("r"), "RUNNING");
+    // A name taken is a 409 whatever the state asked.
+    let (s, b) = call(
+        &env,
+        "POST",
+        "/connectors",
+        Some(with_state("r", "STOPPED")),
+    )
+    .await;
+    assert_error(s, &b, 409, "already exists");
+    env.worker.shutdown().await;
+}
+
+/// RESTARTING: a restart with `includeTasks`/`onlyFailed` answers 202 with
+/// what it restarts shown RESTARTING, until it runs again; `onlyFailed`
+/// restarts only FAILED tasks; a plain restart keeps the connector visible.
+#[tokio::test(flavor = "multi_thread")]
+async fn restarts_show_restarting_until_running() {
+    use std::time::Duration;
+    let env = InProcess::start();
+    let (s, _) = call(&env, "POST", "/connectors", Some(source("rs"))).await;
+    assert_eq!(s, StatusCode::CREATED);
+    let running = |name: &'static str| {
+        let env = &env;
+        move || async move {
+            let (_, st) = call(env, "GET", &format!("/connectors/{name}/status"), None).await;
+            (st["connector"]["state"] == "RUNNING"
+                && st["tasks"]
+                    .as_array()?
+                    .iter()
+                    .all(|t| t["state"] == "RUNNING"))
+            .then_some(st)
+        }
+    };
+    crate::fixtures::eventually(Duration::from_secs(60), "rs RUNNING", running("rs")).await;
+
+    // The connector and all its tasks.
+    let (s, b) = call(
+        &env,
+        "POST",
+        "/connectors/rs/restart?includeTasks=true",
+        None,
+    )
+    .await;
+    assert_eq!(s, StatusCode::ACCEPTED, "{b}");
+    assert_eq!(b["connector"]["state"], "RESTARTING", "{b}");
+    assert_eq!(b["tasks"][0]["state"], "RESTARTING", "{b}");
+    let st =
+        crate::fixtures::eventually(Duration::from_secs(60), "rs RUNNING again", running("rs"))
+            .await;
+    assert_eq!(st["tasks"].as_array().unwrap().len(), 1, "{st}");
+
+    // Only failed: nothing is, nothing restarts.
+    let (s, b) = call(
+        &env,
+        "POST",
+        "/connectors/rs/restart?includeTasks=true&onlyFailed=true",
+        None,
+    )
+    .await;
+    assert_eq!(s, StatusCode::ACCEPTED, "{b}");
+    assert_eq!(
+        (
+            b["connector"]["state"].as_str(),
+            b["tasks"][0]["state"].as_str()
+        ),
+        (Some("RUNNING"), Some("RUNNING")),
+        "{b}"
+    );
+
+    // A plain restart: 204, and the connector is never gone meanwhile.
+    let restart = {
+        let worker = env.worker.clone();
+        tokio::spawn(async move {
+            let r = sluice_runtime::rest::router(worker)
+                .oneshot(
+                    Request::post("/connectors/rs/restart")
+                        .body(Body::empty())
+                        .unwrap(),
+                )
+                .await
+                .unwrap();
+            r.status()
+        })
+    };
+    let mut seen = std::collections::BTreeSet::new();
+    while !restart.is_finished() {
+        let (s, st) = call(&env, "GET", "/connectors/rs/status", None).await;
+        assert_eq!(s, StatusCode::OK, "{st}");
+        seen.insert(st["connector"]["state"].as_str().unwrap().to_string());
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(restart.await.unwrap(), StatusCode::NO_CONTENT);
+    assert!(
+        seen.iter().all(|s| s == "RUNNING" || s == "RESTARTING"),
+        "{seen:?}"
+    );
+    crate::fixtures::eventually(
+        Duration::from_secs(60),
+        "rs RUNNING after the restart",
+        running("rs"),
+    )
+    .await;
+
+    // A FAILED task: onlyFailed restarts it alone (it fails again: the
+    // poison record is still there).
+    env.broker.create_topic("poison", 1).await.unwrap();
+    crate::fixtures::produce(
+        env.broker.bootstrap_servers(),
+        "poison",
+        &[(None, b"{\"order_id\": 3, trunc")],
+    )
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let sink = json!({"name": "bad", "config": {
+        "connector.class": "jdbc-sink", "topics": "poison",
+        "connection.url": format!("jdbc:sqlite:{}", dir.path().join("x.db").display()),
+        "insert.mode": "upsert", "pk.mode": "record_value", "pk.fields": "order_id", "auto.create": "true"
+    }});
+    assert_eq!(
+        call(&env, "POST", "/connectors", Some(sink)).await.0,
+        StatusCode::CREATED
+    );
+    env.failed_trace("bad").await;
+    let (s, b) = call(
+        &env,
+        "POST",
+        "/connectors/bad/restart?includeTasks=true&onlyFailed=true",
+        None,
+    )
+    .await;
+    assert_eq!(s, StatusCode::ACCEPTED, "{b}");
+    assert_eq!(
+        (
+            b["connector"]["state"].as_str(),
+            b["tasks"][0]["state"].as_str()
+        ),
+        (Some("RUNNING"), Some("RESTARTING")),
+        "{b}"
+    );
+    // RESTARTING until it runs (a consumer rejoining its group can take the
+    // session timeout, so it is not waited for to fail again).
+    crate::fixtures::eventually(Duration::from_secs(60), "bad's task restarted", || async {
+        let (_, st) = call(&env, "GET", "/connectors/bad/status", None).await;
+        (st["tasks"][0]["state"] != "RESTARTING").then_some(())
+    })
+    .await;
+    assert_eq!(
+        call(&env, "POST", "/connectors/bad/tasks/0/restart", None)
+            .await
+            .0,
+        StatusCode::NO_CONTENT
+    );
+    let (_, st) = call(&env, "GET", "/connectors/bad/status", None).await;
+    assert!(
+        ["RESTARTING", "RUNNING"].contains(&st["tasks"][0]["state"].as_str().unwrap()),
+        "{st}"
+    );
+
+    // STOPPED: nothing to restart.
+    assert_eq!(
+        call(&env, "PUT", "/connectors/rs/stop", None).await.0,
+        StatusCode::NO_CONTENT
+    );
+    let (s, b) = call(
+        &env,
+        "POST",
+        "/connectors/rs/restart?includeTasks=true",
+        None,
+    )
+    .await;
+    assert_error(s, &b, 409, "STOPPED");
+    env.worker.shutdown().await;
+}
+
+/// Basic authentication: 401 with `WWW-Authenticate` without credentials or
+/// with wrong ones, through with a user of the file; `/health` optionally
+/// open; plain-text passwords refused when the file is loaded.
+#[tokio::test(flavor = "multi_thread")]
+async fn basic_auth_guards_the_api() {
+    use base64::Engine;
+    use sluice_runtime::auth::{BasicAuth, hash_password};
+    use std::sync::Arc;
+    let env = InProcess::start();
+    let users = format!(
+        "# REST users\nalice:{}\n\nbob:{}\n",
+        hash_password("s3cret").unwrap(),
+        hash_password("hunter2").unwrap()
+    );
+    let send = |health_open: bool, uri: &'static str, auth: Option<String>| {
+        let users = users.clone();
+        let worker = env.worker.clone();
+        async move {
+            let app = sluice_runtime::auth::protect(
+                sluice_runtime::rest::router(worker),
+                Arc::new(BasicAuth::parse(&users, health_open).unwrap()),
+            );
+            let mut req = Request::get(uri);
+            if let Some(a) = auth {
+                req = req.header(header::AUTHORIZATION, a);
+            }
+            let r = app.oneshot(req.body(Body::empty()).unwrap()).await.unwrap();
+            let challenge = r
+                .headers()
+                .get(header::WWW_AUTHENTICATE)
+                .map(|v| v.to_str().unwrap().to_string());
+            let bytes = axum::body::to_bytes(r.into_body(), usize::MAX)
+                .await
+                .unwrap();
+            (
+                challenge,
+                serde_json::from_slice::<Value>(&bytes).unwrap_or(Value::Null),
+            )
+        }
+    };
+    let basic = |creds: &str| {
+        Some(format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(creds)
+        ))
+    };
+
+    let (challenge, body) = send(false, "/connectors", None).await;
+    assert_eq!(
+        challenge.as_deref(),
+        Some("Basic realm=\"sluice\", charset=\"UTF-8\"")
+    );
+    assert_eq!(body["error_code"], 401, "{body}");
+    let (challenge, body) = send(false, "/connectors", basic("alice:wrong")).await;
+    assert!(challenge.is_some());
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("wrong user name or password"),
+        "{body}"
+    );
+    let (challenge, _) = send(false, "/connectors", basic("mallory:s3cret")).await;
+    assert!(challenge.is_some(), "an unknown user is refused");
+    let (challenge, _) = send(false, "/connectors", Some("Bearer abc".into())).await;
+    assert!(challenge.is_some());
+    let (challenge, body) = send(false, "/connectors", basic("alice:s3cret")).await;
+    assert_eq!((challenge, body), (None, json!([])));
+    let (challenge, body) = send(false, "/connectors", basic("bob:hunter2")).await;
+    assert_eq!((challenge, body), (None, json!([])));
+    // /health: closed by default, open when asked.
+    assert!(send(false, "/health", None).await.0.is_some());
+    let (challenge, body) = send(true, "/health", None).await;
+    assert_eq!(
+        (challenge, body["status"].as_str()),
+        (None, Some("healthy"))
+    );
+    assert!(send(true, "/connectors", None).await.0.is_some());
+
+    // The users file: hashes only.
+    let e = BasicAuth::parse("alice:s3cret\n", false).err().unwrap();
+    assert!(
+        e.contains("line 1")
+            && e.contains("not an Argon2 hash")
+            && e.contains("sluice passwd alice"),
+        "{e}"
+    );
+    let e = BasicAuth::parse("# nobody\n", false).err().unwrap();
+    assert!(e.contains("no users"), "{e}");
+    let e = BasicAuth::parse(
+        &format!("{users}alice:{}\n", hash_password("x").unwrap()),
+        false,
+    )
+    .err()
+    .unwrap();
+    assert!(e.contains("appears twice"), "{e}");
+    env.worker.shutdown().await;
+}
+
+/// A standalone worker with `rest.auth.users.file`, driven by the CLI with
+/// `--user`/`SLUICE_USER`; a users file with a plain-text password is refused
+/// at start.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_worker_with_basic_auth_and_the_cli() {
+    use std::time::Duration;
+    let dir = tempfile::tempdir().unwrap();
+    let (code, out, _) = sluice_with_stdin(&["passwd", "alice"], "s3cret\n").await;
+    assert_eq!(code, 0);
+    assert!(out.starts_with("alice:$argon2id$"), "{out}");
+    let users = dir.path().join("users");
+    std::fs::write(&users, &out).unwrap();
+    let port = crate::fixtures::free_port();
+    let worker = dir.path().join("worker.json");
+    std::fs::write(
+        &worker,
+        json!({"listeners": format!("http://127.0.0.1:{port}"), "rest.auth.users.file": users.display().to_string(),
+               "rest.auth.health.open": "true", "wasm.cache.dir": ""})
+        .to_string(),
+    )
+    .unwrap();
+    let _process = crate::fixtures::SluiceProcess::start(dir.path(), &[worker.as_path()]);
+    let url = format!("http://127.0.0.1:{port}");
+    let http = reqwest::Client::new();
+    crate::fixtures::eventually(Duration::from_secs(60), "the worker's /health", || {
+        let (http, url) = (http.clone(), url.clone());
+        async move {
+            let r = http.get(format!("{url}/health")).send().await.ok()?;
+            (r.status() == 200).then_some(())
+        }
+    })
+    .await;
+    let (code, out, err) = sluice(
+        &[
+            "connectors",
+            "list",
+            "--url",
+            &url,
+            "--user",
+            "alice:s3cret",
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!((code, out.trim()), (0, "no connectors"), "{err}");
+    let (code, out, _) = sluice(
+        &["plugins", "--url", &url],
+        &[("SLUICE_USER", "alice:s3cret")],
+    )
+    .await;
+    assert_eq!(code, 0);
+    assert!(out.contains("datagen"), "{out}");
+    let (code, _, err) = sluice(&["connectors", "list", "--url", &url], &[]).await;
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("authentication required") && err.contains("HTTP 401"),
+        "{err}"
+    );
+    let (code, _, err) = sluice(
+        &["connectors", "list", "--url", &url, "--user", "alice:nope"],
+        &[],
+    )
+    .await;
+    assert_eq!((code, err.contains("HTTP 401")), (1, true), "{err}");
+
+    let plain = dir.path().join("plain");
+    std::fs::write(&plain, "alice:s3cret\n").unwrap();
+    let bad_worker = dir.path().join("bad-worker.json");
+    std::fs::write(
+        &bad_worker,
+        json!({"listeners": format!("http://127.0.0.1:{}", crate::fixtures::free_port()), "rest.auth.users.file": plain.display().to_string()})
+            .to_string(),
+    )
+    .unwrap();
+    let (code, err) = crate::fixtures::sluice_rejects(dir.path(), &[bad_worker.as_path()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("rest.auth.users.file")
+            && err.contains("line 1")
+            && err.contains("not an Argon2 hash"),
+        "{err}"
+    );
+}
+
+async fn sluice_with_stdin(args: &[&str], input: &str) -> (i32, String, String) {
+    use tokio::io::AsyncWriteExt;
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .await
+        .unwrap();
+    let out = child.wait_with_output().await.unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// An `https://` listener with a self-signed certificate: the CLI trusts it
+/// with `--ca-cert` (and is refused without), combined with basic auth; a
+/// missing key file is refused at start, naming the key.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_https_listener_with_the_cli() {
+    use std::time::Duration;
+    let dir = tempfile::tempdir().unwrap();
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let (cert_file, key_file) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    std::fs::write(&cert_file, cert.cert.pem()).unwrap();
+    std::fs::write(&key_file, cert.key_pair.serialize_pem()).unwrap();
+    let users = dir.path().join("users");
+    std::fs::write(
+        &users,
+        format!(
+            "ops:{}\n",
+            sluice_runtime::auth::hash_password("pw").unwrap()
+        ),
+    )
+    .unwrap();
+    let port = crate::fixtures::free_port();
+    let worker = dir.path().join("worker.json");
+    std::fs::write(
+        &worker,
+        json!({"listeners": format!("https://localhost:{port}"),
+               "listeners.https.ssl.certificate.location": cert_file.display().to_string(),
+               "listeners.https.ssl.key.location": key_file.display().to_string(),
+               "rest.auth.users.file": users.display().to_string(), "wasm.cache.dir": ""})
+        .to_string(),
+    )
+    .unwrap();
+    let process = crate::fixtures::SluiceProcess::start(dir.path(), &[worker.as_path()]);
+    let url = format!("https://localhost:{port}");
+    let ca = cert_file.display().to_string();
+    let log = process.log.clone();
+    crate::fixtures::eventually(Duration::from_secs(60), "the https worker", || {
+        let log = log.clone();
+        async move {
+            std::fs::read_to_string(&log)
+                .ok()?
+                .contains("worker started")
+                .then_some(())
+        }
+    })
+    .await;
+    assert!(
+        process.log_text().contains("rest=https://"),
+        "{}",
+        process.log_text()
+    );
+    let (code, out, err) = sluice(
+        &[
+            "connectors",
+            "list",
+            "--url",
+            &url,
+            "--ca-cert",
+            &ca,
+            "--user",
+            "ops:pw",
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!((code, out.trim()), (0, "no connectors"), "{err}");
+    let (code, _, err) = sluice(
+        &["connectors", "list", "--url", &url, "--ca-cert", &ca],
+        &[],
+    )
+    .await;
+    assert_eq!((code, err.contains("HTTP 401")), (1, true), "{err}");
+    // Without trusting the certificate: no answer to trust, exit 3.
+    let (code, _, err) = sluice(
+        &["connectors", "list", "--url", &url, "--user", "ops:pw"],
+        &[],
+    )
+    .await;
+    assert_eq!(code, 3, "{err}");
+    // Plain HTTP to the TLS port gets no HTTP answer.
+    let (code, _, _) = sluice(
+        &[
+            "connectors",
+            "list",
+            "--url",
+            &format!("http://localhost:{port}"),
+            "--user",
+            "ops:pw",
+        ],
+        &[],
+    )
+    .await;
+    assert_ne!(code, 0);
+
+    // Misconfigurations are named at start.
+    let bad = dir.path().join("bad.json");
+    std::fs::write(
+        &bad,
+        json!({"listeners": format!("https://localhost:{}", crate::fixtures::free_port()),
+               "listeners.https.ssl.certificate.location": cert_file.display().to_string(),
+               "listeners.https.ssl.key.location": dir.path().join("nope.pem").display().to_string()})
+        .to_string(),
+    )
+    .unwrap();
+    let (code, err) = crate::fixtures::sluice_rejects(dir.path(), &[bad.as_path()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("listeners.https.ssl.key.location") && err.contains("nope.pem"),
+        "{err}"
+    );
+    std::fs::write(
+        &bad,
+        json!({"listeners": format!("https://localhost:{}", crate::fixtures::free_port())})
+            .to_string(),
+    )
+    .unwrap();
+    let (code, err) = crate::fixtures::sluice_rejects(dir.path(), &[bad.as_path()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("listeners.https.ssl.certificate.location"),
+        "{err}"
+    );
 }

@@ -14,6 +14,7 @@ mod jdbc;
 mod languages;
 mod native_plugins;
 mod observability;
+mod openapi;
 mod persistence;
 mod postgres;
 mod quickstart;

@@ -44,6 +44,45 @@ enum Command {
         #[command(subcommand)]
         command: TransformCommand,
     },
+    /// Hashes a password for `rest.auth.users.file`: reads it from standard
+    /// input (its first line) and prints `USER:$argon2id$...`.
+    Passwd { user: String },
+    /// Manages the connectors of a running worker over its REST API.
+    /// Exit codes: 0 ok; 1 the worker answered with an error (404, 409,
+    /// 400: its message is printed); 2 bad arguments or input file; 3 the
+    /// worker could not be reached.
+    Connectors {
+        #[command(flatten)]
+        client: crate::client::ClientArgs,
+        #[command(subcommand)]
+        command: crate::client::ConnectorsCommand,
+    },
+    /// Lists a running worker's connector plugins (exit codes as
+    /// `connectors`).
+    Plugins {
+        #[command(flatten)]
+        client: crate::client::ClientArgs,
+        /// Transformations and predicates too.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Checks a connector config offline, with no worker and no broker: the
+    /// checks of `PUT /connector-plugins/{class}/config/validate` (keys,
+    /// types, the plugin's own keys, WASM modules loaded and checked). Exits
+    /// 0 when valid, 1 when the config has errors, 2 when the file cannot be
+    /// read or is not JSON.
+    Validate {
+        /// Kafka Connect's `{"name", "config"}` JSON, or a flat config.
+        file: PathBuf,
+        /// A worker config, for `transforms.library`, `plugin.path`, config
+        /// providers and `wasm.cache.dir`.
+        #[arg(long)]
+        worker: Option<PathBuf>,
+        /// `table` (the keys with errors) or `json` (Kafka Connect's
+        /// validate response).
+        #[arg(long, value_enum, default_value = "table")]
+        output: crate::client::Output,
+    },
 }
 
 #[derive(Subcommand)]
@@ -202,6 +241,41 @@ pub fn main() -> ExitCode {
             dlq(command)
         }
         Command::Transform { command } => transform(command),
+        Command::Connectors { client, command } => crate::client::connectors(client, command),
+        Command::Passwd { user } => passwd(&user),
+        Command::Plugins { client, all } => crate::client::plugins(client, all),
+        Command::Validate {
+            file,
+            worker,
+            output,
+        } => crate::client::validate(&file, worker.as_deref(), output),
+    }
+}
+
+fn passwd(user: &str) -> ExitCode {
+    if user.is_empty() || user.contains(':') {
+        eprintln!("error: the user name must be non-empty and without `:`");
+        return ExitCode::from(EXIT_CONFIG);
+    }
+    let mut line = String::new();
+    if let Err(e) = std::io::stdin().read_line(&mut line) {
+        eprintln!("error: reading the password from standard input: {e}");
+        return ExitCode::from(EXIT_CONFIG);
+    }
+    let password = line.trim_end_matches(['\n', '\r']);
+    if password.is_empty() {
+        eprintln!("error: the password (first line of standard input) is empty");
+        return ExitCode::from(EXIT_CONFIG);
+    }
+    match crate::auth::hash_password(password) {
+        Ok(hash) => {
+            println!("{user}:{hash}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
     }
 }
 
@@ -380,6 +454,30 @@ async fn standalone(worker_file: PathBuf, connector_files: Vec<PathBuf>) -> Exit
         }
     }
 
+    let auth = match &worker_config.rest_auth_users_file {
+        Some(file) => {
+            match crate::auth::BasicAuth::load(file, worker_config.rest_auth_health_open) {
+                Ok(a) => Some(Arc::new(a)),
+                Err(e) => {
+                    eprintln!("error: {}: {e}", worker_file.display());
+                    return ExitCode::from(EXIT_CONFIG);
+                }
+            }
+        }
+        None => None,
+    };
+
+    let tls = match &worker_config.rest_tls {
+        Some((cert, key)) => match crate::tls::acceptor(cert, key) {
+            Ok(a) => Some(a),
+            Err(e) => {
+                eprintln!("error: {}: {e}", worker_file.display());
+                return ExitCode::from(EXIT_CONFIG);
+            }
+        },
+        None => None,
+    };
+
     let listener = match tokio::net::TcpListener::bind(&listen).await {
         Ok(l) => l,
         Err(e) => {
@@ -394,15 +492,24 @@ async fn standalone(worker_file: PathBuf, connector_files: Vec<PathBuf>) -> Exit
         .local_addr()
         .map(|a| a.to_string())
         .unwrap_or(listen);
-    tracing::info!(rest = %format!("http://{local}"), bootstrap.servers = %bootstrap, "worker started");
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    tracing::info!(rest = %format!("{scheme}://{local}"), bootstrap.servers = %bootstrap, "worker started");
     let shutdown = tokio_util::sync::CancellationToken::new();
     let server = {
-        let app = crate::rest::router(worker.clone());
+        let app = match &auth {
+            Some(a) => crate::auth::protect(crate::rest::router(worker.clone()), a.clone()),
+            None => crate::rest::router(worker.clone()),
+        };
         let stop = shutdown.clone();
         tokio::spawn(async move {
-            let _ = axum::serve(listener, app)
-                .with_graceful_shutdown(stop.cancelled_owned())
-                .await;
+            match tls {
+                Some(acceptor) => crate::tls::serve(listener, acceptor, app, stop).await,
+                None => {
+                    let _ = axum::serve(listener, app)
+                        .with_graceful_shutdown(stop.cancelled_owned())
+                        .await;
+                }
+            }
         })
     };
 
@@ -441,20 +548,16 @@ async fn standalone(worker_file: PathBuf, connector_files: Vec<PathBuf>) -> Exit
     let named: Vec<String> = validated.iter().map(|v| v.spec.name.clone()).collect();
     for (spec, state) in stored.into_iter().filter(|(s, _)| !named.contains(&s.name)) {
         let name = spec.name.clone();
+        let target = crate::worker::TargetState::parse(&state).unwrap_or_else(|| {
+            tracing::warn!(connector = %name, state = %state, "unknown stored state; starting the connector RUNNING");
+            crate::worker::TargetState::Running
+        });
         let restored = match worker.validate(&spec).await {
-            Ok(v) => worker.start(v).await.map_err(|e| e.to_string()),
+            Ok(v) => worker.start_in(v, target).await.map_err(|e| e.to_string()),
             Err(e) => Err(e.to_string()),
         };
         match restored {
             Ok(()) => {
-                let applied = match state.as_str() {
-                    "PAUSED" => worker.pause(&name).await.map(|_| ()),
-                    "STOPPED" => worker.stop(&name).await.map(|_| ()),
-                    _ => Ok(()),
-                };
-                if let Err(e) = applied {
-                    tracing::error!(connector = %name, error = %e, "could not restore the connector's state");
-                }
                 tracing::info!(connector = %name, state = %state, "restored connector from the config store");
             }
             Err(e) => {

@@ -113,6 +113,17 @@ struct WorkerKeys {
     /// does not say.
     #[serde(rename = "embedded.topic.partitions", default = "default_partitions")]
     embedded_topic_partitions: i32,
+    /// The `https://` listener's certificate chain and key (PEM files).
+    #[serde(rename = "listeners.https.ssl.certificate.location", default)]
+    https_certificate: Option<PathBuf>,
+    #[serde(rename = "listeners.https.ssl.key.location", default)]
+    https_key: Option<PathBuf>,
+    /// HTTP basic authentication of the REST API: `user:argon2-PHC-hash` lines.
+    #[serde(rename = "rest.auth.users.file", default)]
+    rest_auth_users_file: Option<PathBuf>,
+    /// `true`: `/health` answers without credentials.
+    #[serde(rename = "rest.auth.health.open", default)]
+    rest_auth_health_open: Option<String>,
 }
 
 fn default_group() -> String {
@@ -152,6 +163,11 @@ pub struct WorkerConfig {
     pub log_format: crate::logging::LogFormat,
     /// `host:port` of the separate metrics listener, if any.
     pub metrics_listener: Option<String>,
+    /// The certificate chain and key of an `https://` listener (PEM files).
+    pub rest_tls: Option<(PathBuf, PathBuf)>,
+    /// Basic authentication of the REST API, if set.
+    pub rest_auth_users_file: Option<PathBuf>,
+    pub rest_auth_health_open: bool,
     /// Keys accepted for compatibility that change nothing, with why: the
     /// worker logs them at start so nothing is ignored silently.
     pub inert_keys: Vec<(&'static str, &'static str)>,
@@ -199,9 +215,44 @@ impl WorkerConfig {
                 "must name at least one listener",
             ));
         }
+        if keys.listeners.len() > 1 {
+            return Err(ConfigError::new(
+                "listeners",
+                "names more than one listener; Sluice serves its REST API on one (http:// or https://)",
+            ));
+        }
         for l in &keys.listeners {
             parse_listener(l).map_err(|m| ConfigError::new("listeners", m))?;
         }
+        let https = keys.listeners[0].starts_with("https://");
+        let rest_tls = match (https, keys.https_certificate, keys.https_key) {
+            (true, Some(cert), Some(key)) => Some((cert, key)),
+            (true, None, _) => {
+                return Err(ConfigError::new(
+                    "listeners.https.ssl.certificate.location",
+                    "is required for an https:// listener: the PEM file of its certificate chain",
+                ));
+            }
+            (true, _, None) => {
+                return Err(ConfigError::new(
+                    "listeners.https.ssl.key.location",
+                    "is required for an https:// listener: the PEM file of its private key",
+                ));
+            }
+            (false, Some(_), _) => {
+                return Err(ConfigError::new(
+                    "listeners.https.ssl.certificate.location",
+                    "has no effect: the listener is not https://",
+                ));
+            }
+            (false, None, Some(_)) => {
+                return Err(ConfigError::new(
+                    "listeners.https.ssl.key.location",
+                    "has no effect: the listener is not https://",
+                ));
+            }
+            (false, None, None) => None,
+        };
         if keys.embedded_topic_partitions < 1 {
             return Err(ConfigError::new(
                 "embedded.topic.partitions",
@@ -246,12 +297,37 @@ impl WorkerConfig {
             }
         };
         let metrics_listener = match &keys.metrics_listener {
+            Some(l) if l.starts_with("https://") => {
+                return Err(ConfigError::new(
+                    "metrics.listener",
+                    format!("`{l}`: the metrics listener serves http:// only"),
+                ));
+            }
             Some(l) => {
                 Some(parse_listener(l).map_err(|m| ConfigError::new("metrics.listener", m))?)
             }
             None => None,
         };
+        let rest_auth_health_open = match keys.rest_auth_health_open.as_deref() {
+            None | Some("false") => false,
+            Some("true") => true,
+            Some(other) => {
+                return Err(ConfigError::new(
+                    "rest.auth.health.open",
+                    format!("`{other}`; expected true or false"),
+                ));
+            }
+        };
+        if keys.rest_auth_health_open.is_some() && keys.rest_auth_users_file.is_none() {
+            return Err(ConfigError::new(
+                "rest.auth.health.open",
+                "has no effect without rest.auth.users.file",
+            ));
+        }
         Ok(WorkerConfig {
+            rest_tls,
+            rest_auth_users_file: keys.rest_auth_users_file,
+            rest_auth_health_open,
             log_format,
             metrics_listener,
             transforms_library: keys.transforms_library.or_else(default_library),
@@ -306,11 +382,14 @@ pub(crate) fn default_cache_dir() -> Option<PathBuf> {
     Some(base.join("sluice").join("wasm"))
 }
 
-/// `http://host:port` to `host:port`.
+/// `http://host:port` or `https://host:port` to `host:port`.
 fn parse_listener(listener: &str) -> Result<String, String> {
-    let rest = listener.strip_prefix("http://").ok_or_else(|| {
-        format!("`{listener}` is not supported; expected http://HOST:PORT (TLS listeners are not supported yet)")
-    })?;
+    let rest = listener
+        .strip_prefix("http://")
+        .or_else(|| listener.strip_prefix("https://"))
+        .ok_or_else(|| {
+            format!("`{listener}` is not supported; expected http://HOST:PORT or https://HOST:PORT")
+        })?;
     let rest = rest.trim_end_matches('/');
     let (host, port) = rest
         .rsplit_once(':')
@@ -1096,10 +1175,42 @@ mod tests {
         assert_eq!(w.producer_overrides.get("linger.ms").unwrap(), "10");
 
         let err = WorkerConfig::from_map(
-            &string_map_from_json(&json!({"listeners": "https://x:1"})).unwrap(),
+            &string_map_from_json(&json!({"listeners": "ftp://x:1"})).unwrap(),
         )
         .unwrap_err();
         assert_eq!(err.key.as_deref(), Some("listeners"));
+        // https:// needs its certificate and key; they need https://.
+        let err = WorkerConfig::from_map(
+            &string_map_from_json(&json!({"listeners": "https://x:1"})).unwrap(),
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.key.as_deref(),
+            Some("listeners.https.ssl.certificate.location")
+        );
+        let err = WorkerConfig::from_map(
+            &string_map_from_json(&json!({"listeners": "https://x:1", "listeners.https.ssl.certificate.location": "c.pem"}))
+                .unwrap(),
+        )
+        .unwrap_err();
+        assert_eq!(err.key.as_deref(), Some("listeners.https.ssl.key.location"));
+        let err = WorkerConfig::from_map(
+            &string_map_from_json(&json!({"listeners.https.ssl.key.location": "k.pem"})).unwrap(),
+        )
+        .unwrap_err();
+        assert_eq!(err.key.as_deref(), Some("listeners.https.ssl.key.location"));
+        let w = WorkerConfig::from_map(
+            &string_map_from_json(&json!({"listeners": "https://x:1", "listeners.https.ssl.certificate.location": "c.pem", "listeners.https.ssl.key.location": "k.pem"}))
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(w.listen_addr(), "x:1");
+        assert!(w.rest_tls.is_some());
+        let err = WorkerConfig::from_map(
+            &string_map_from_json(&json!({"rest.auth.health.open": "true"})).unwrap(),
+        )
+        .unwrap_err();
+        assert_eq!(err.key.as_deref(), Some("rest.auth.health.open"));
         let err = WorkerConfig::from_map(
             &string_map_from_json(&json!({"bootstrap.server": "x"})).unwrap(),
         )

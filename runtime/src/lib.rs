@@ -1,7 +1,9 @@
 //! The Sluice runtime. See `ARCHITECTURE.md` at the repository root for the
 //! record flow and where each concern lives.
 
+pub mod auth;
 pub mod cli;
+pub mod client;
 pub mod config;
 pub mod dlq;
 pub mod errors;
@@ -14,5 +16,6 @@ pub mod plugin;
 pub mod providers;
 pub mod rest;
 pub mod task;
+pub mod tls;
 pub mod transform;
 pub mod worker;

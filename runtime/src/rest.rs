@@ -6,67 +6,79 @@ use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, put};
+use axum::routing::{MethodRouter, get, post, put};
 use axum::{Json, Router};
 use serde_json::{Value, json};
 use sluice_sdk::ConfigMap;
 
 use crate::config::ConnectorSpec;
 use crate::task::TaskStatus;
-use crate::worker::{ConnectorStatus, Updated, Worker, WorkerError};
+use crate::worker::{ConnectorStatus, TargetState, Updated, Worker, WorkerError};
+
+/// Every path the API serves, in the order the router is built from. The
+/// OpenAPI document (`docs/openapi.yaml`) is checked against this list.
+pub const PATHS: &[&str] = &[
+    "/",
+    "/health",
+    "/metrics",
+    "/connectors",
+    "/connectors/{name}",
+    "/connectors/{name}/restart",
+    "/connectors/{name}/pause",
+    "/connectors/{name}/resume",
+    "/connectors/{name}/stop",
+    "/connectors/{name}/tasks/{task}/restart",
+    "/connectors/{name}/config",
+    "/connectors/{name}/status",
+    "/connectors/{name}/tasks",
+    "/connectors/{name}/tasks/{task}/status",
+    "/connectors/{name}/offsets",
+    "/connectors/{name}/topics",
+    "/connectors/{name}/topics/reset",
+    "/connectors/{name}/dlq/replay",
+    "/connector-plugins",
+    "/connector-plugins/{class}/config",
+    "/connector-plugins/{class}/config/validate",
+    "/admin/loggers",
+    "/admin/loggers/{logger}",
+];
+
+/// The handlers of one of [`PATHS`].
+fn handlers(path: &str) -> MethodRouter<Arc<Worker>> {
+    match path {
+        "/" => get(root),
+        "/health" => get(health),
+        "/metrics" => get(metrics),
+        "/connectors" => get(list_connectors).post(create_connector),
+        "/connectors/{name}" => get(get_connector).delete(delete_connector),
+        "/connectors/{name}/restart" => post(restart_connector),
+        "/connectors/{name}/pause" => put(pause_connector),
+        "/connectors/{name}/resume" => put(resume_connector),
+        "/connectors/{name}/stop" => put(stop_connector),
+        "/connectors/{name}/tasks/{task}/restart" => post(restart_task),
+        "/connectors/{name}/config" => get(get_config).put(put_config).patch(patch_config),
+        "/connectors/{name}/status" => get(get_status),
+        "/connectors/{name}/tasks" => get(get_tasks),
+        "/connectors/{name}/tasks/{task}/status" => get(get_task_status),
+        "/connectors/{name}/offsets" => {
+            get(get_offsets).patch(patch_offsets).delete(delete_offsets)
+        }
+        "/connectors/{name}/topics" => get(get_topics),
+        "/connectors/{name}/topics/reset" => put(reset_topics),
+        "/connectors/{name}/dlq/replay" => post(replay_dlq),
+        "/connector-plugins" => get(list_plugins),
+        "/connector-plugins/{class}/config" => get(plugin_config),
+        "/connector-plugins/{class}/config/validate" => put(validate_plugin_config),
+        "/admin/loggers" => get(list_loggers),
+        "/admin/loggers/{logger}" => get(get_logger).put(put_logger),
+        other => unreachable!("no handlers for {other}"),
+    }
+}
 
 pub fn router(worker: Arc<Worker>) -> Router {
-    Router::new()
-        .route("/", get(root))
-        .route("/health", get(health))
-        .route("/metrics", get(metrics))
-        .route("/connectors", get(list_connectors).post(create_connector))
-        .route(
-            "/connectors/{name}",
-            get(get_connector).delete(delete_connector),
-        )
-        .route(
-            "/connectors/{name}/restart",
-            axum::routing::post(restart_connector),
-        )
-        .route("/connectors/{name}/pause", put(pause_connector))
-        .route("/connectors/{name}/resume", put(resume_connector))
-        .route("/connectors/{name}/stop", put(stop_connector))
-        .route(
-            "/connectors/{name}/tasks/{task}/restart",
-            axum::routing::post(restart_task),
-        )
-        .route(
-            "/connectors/{name}/config",
-            get(get_config).merge(put(put_config)).patch(patch_config),
-        )
-        .route("/connectors/{name}/status", get(get_status))
-        .route("/connectors/{name}/tasks", get(get_tasks))
-        .route(
-            "/connectors/{name}/tasks/{task}/status",
-            get(get_task_status),
-        )
-        .route(
-            "/connectors/{name}/offsets",
-            get(get_offsets).patch(patch_offsets).delete(delete_offsets),
-        )
-        .route("/connectors/{name}/topics", get(get_topics))
-        .route("/connectors/{name}/topics/reset", put(reset_topics))
-        .route(
-            "/connectors/{name}/dlq/replay",
-            axum::routing::post(replay_dlq),
-        )
-        .route("/connector-plugins", get(list_plugins))
-        .route("/connector-plugins/{class}/config", get(plugin_config))
-        .route(
-            "/connector-plugins/{class}/config/validate",
-            put(validate_plugin_config),
-        )
-        .route("/admin/loggers", get(list_loggers))
-        .route(
-            "/admin/loggers/{logger}",
-            get(get_logger).merge(put(put_logger)),
-        )
+    PATHS
+        .iter()
+        .fold(Router::new(), |r, path| r.route(path, handlers(path)))
         .fallback(not_found)
         .with_state(worker)
 }
@@ -117,6 +129,14 @@ pub struct ApiError {
 }
 
 impl ApiError {
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
     fn bad_request(message: impl Into<String>) -> Self {
         Self {
             status: StatusCode::BAD_REQUEST,
@@ -377,18 +397,26 @@ async fn create_connector(
     State(worker): State<Arc<Worker>>,
     body: Result<Json<Value>, JsonRejection>,
 ) -> Result<Response, ApiError> {
-    let Json(body) = body.map_err(body_error)?;
-    if let Some(state) = body.get("initial_state").and_then(Value::as_str)
-        && state != "RUNNING"
-    {
-        return Err(ApiError::bad_request(format!(
-            "initial_state {state} is not supported yet; create the connector RUNNING"
-        )));
-    }
-    let mut body = body;
-    if let Some(o) = body.as_object_mut() {
-        o.remove("initial_state");
-    }
+    let Json(mut body) = body.map_err(body_error)?;
+    let initial = body
+        .as_object_mut()
+        .and_then(|o| o.remove("initial_state"))
+        .unwrap_or(Value::Null);
+    let target = match &initial {
+        Value::Null => TargetState::Running,
+        Value::String(s) => TargetState::parse(s).ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "initial_state `{s}` is not one of {}",
+                TargetState::NAMES
+            ))
+        })?,
+        other => {
+            return Err(ApiError::bad_request(format!(
+                "initial_state must be one of {} (a string), got {other}",
+                TargetState::NAMES
+            )));
+        }
+    };
     let spec = ConnectorSpec::from_json(&body)
         .map_err(|e| ApiError::bad_request(format!("Connector configuration is invalid: {e}")))?;
     if worker.spec(&spec.name).await.is_some() {
@@ -397,7 +425,10 @@ async fn create_connector(
             message: format!("Connector {} already exists", spec.name),
         });
     }
-    worker.create(&spec).await.map_err(worker_error)?;
+    worker
+        .create_in(&spec, target)
+        .await
+        .map_err(worker_error)?;
     let info = info_json(&worker, &spec.name)
         .await
         .ok_or_else(|| unknown(&spec.name))?;
@@ -455,29 +486,35 @@ struct RestartQuery {
     only_failed: bool,
 }
 
-/// `POST /connectors/{name}/restart`: 204 when neither `includeTasks` nor
-/// `onlyFailed`; otherwise 202 with the status, restarting the tasks asked.
+/// `POST /connectors/{name}/restart`: without `includeTasks` or
+/// `onlyFailed`, the restart is done (the connector showing RESTARTING
+/// meanwhile) and answered 204. With them, Kafka Connect's semantics: 202
+/// with the status in which what is being restarted shows RESTARTING, the
+/// restart then going on in the background until it is RUNNING again.
 async fn restart_connector(
     State(worker): State<Arc<Worker>>,
     Path(name): Path<String>,
     query: Result<Query<RestartQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Response, ApiError> {
     let Query(q) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
-    let status = worker.status(&name).await.ok_or_else(|| unknown(&name))?;
     if !q.include_tasks && !q.only_failed {
-        worker.restart(&name).await.map_err(worker_error)?;
-        return Ok(StatusCode::NO_CONTENT.into_response());
+        return match worker.restart(&name).await.map_err(worker_error)? {
+            true => Ok(StatusCode::NO_CONTENT.into_response()),
+            false => Err(unknown(&name)),
+        };
     }
-    for (id, t) in &status.tasks {
-        if !q.only_failed || t.state == crate::task::State::Failed {
-            worker
-                .restart_task(&name, *id)
-                .await
-                .map_err(worker_error)?;
-        }
-    }
+    let plan = worker
+        .plan_restart(&name, q.include_tasks, q.only_failed)
+        .await
+        .map_err(worker_error)?
+        .ok_or_else(|| unknown(&name))?;
     let status = worker.status(&name).await.ok_or_else(|| unknown(&name))?;
-    Ok((StatusCode::ACCEPTED, Json(status_json(&worker, &status))).into_response())
+    let body = status_json(&worker, &status);
+    let background = worker.clone();
+    tokio::spawn(async move {
+        background.execute_restart(plan).await;
+    });
+    Ok((StatusCode::ACCEPTED, Json(body)).into_response())
 }
 
 async fn restart_task(
@@ -785,22 +822,32 @@ async fn plugin_config(
     Ok(Json(Value::Array(definitions(&plugin))))
 }
 
-/// `PUT /connector-plugins/{class}/config/validate`: every check a create
-/// would make (keys, types, the plugin's own keys, WASM modules loaded and
-/// checked against the interface), answered in Kafka Connect's shape: one
-/// entry per key, the first problem found attached to its key.
+/// `PUT /connector-plugins/{class}/config/validate`: see [`validate_report`].
 async fn validate_plugin_config(
     State(worker): State<Arc<Worker>>,
     Path(class): Path<String>,
     body: Result<Json<Value>, JsonRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let Json(body) = body.map_err(body_error)?;
-    let plugin = find_plugin(&worker, &class)?;
-    let mut config = crate::config::string_map_from_json(&body)
+    validate_report(&worker, &class, &body).await.map(Json)
+}
+
+/// Every check a create would make (keys, types, the plugin's own keys,
+/// WASM modules loaded and checked against the interface), answered in Kafka
+/// Connect's `ConfigInfos` shape: one entry per key, the first problem found
+/// attached to its key. The REST endpoint and `sluice validate` (offline)
+/// both answer with this.
+pub async fn validate_report(
+    worker: &Worker,
+    class: &str,
+    body: &Value,
+) -> Result<Value, ApiError> {
+    let plugin = find_plugin(worker, class)?;
+    let mut config = crate::config::string_map_from_json(body)
         .map_err(|e| ApiError::bad_request(format!("request body: {e}")))?;
     config
         .entry("connector.class".into())
-        .or_insert_with(|| class.clone());
+        .or_insert_with(|| class.to_string());
     let name = config
         .get("name")
         .cloned()
@@ -853,10 +900,10 @@ async fn validate_plugin_config(
             "documentation": "", "group": "Other", "order_in_group": 0, "width": "NONE", "display_name": error_key, "dependents": []},
             "value": {"name": error_key, "value": null, "recommended_values": [], "errors": [text], "visible": true}}));
     }
-    Ok(Json(json!({
+    Ok(json!({
         "name": plugin.info().class,
         "error_count": usize::from(problem.is_some()),
         "groups": ["Common", "Connector"],
         "configs": configs,
-    })))
+    }))
 }

@@ -91,6 +91,65 @@ struct ConnectorRuntime {
     stopped: bool,
     /// Topics the connector has used since creation or the last reset.
     topics: Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>,
+    /// The connector is being restarted (status: RESTARTING).
+    restarting: bool,
+    /// Tasks stopping for a restart, still shown in status and info.
+    pending: Vec<PendingTask>,
+}
+
+/// What a connector's tasks share: transform chain updates, the paused
+/// flag, the topics used.
+struct TaskLinks {
+    chain: tokio::sync::watch::Receiver<CompiledChain>,
+    paused: tokio::sync::watch::Receiver<bool>,
+    topics: Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>,
+}
+
+struct PendingTask {
+    id: u32,
+    config: ConfigMap,
+    status: StatusCell,
+}
+
+/// What a restart will do: see [`Worker::plan_restart`].
+pub struct RestartPlan {
+    name: String,
+    validated: ValidatedConnector,
+    /// The connector: all its tasks, created again from its config.
+    all: bool,
+    /// The tasks restarted (all of them with `all`).
+    tasks: Vec<u32>,
+}
+
+/// Kafka Connect's target states: what a connector is asked to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TargetState {
+    Running,
+    /// Tasks created but not moving records.
+    Paused,
+    /// No tasks; the config kept.
+    Stopped,
+}
+
+impl TargetState {
+    pub const NAMES: &'static str = "RUNNING, PAUSED, STOPPED";
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "RUNNING" => Some(Self::Running),
+            "PAUSED" => Some(Self::Paused),
+            "STOPPED" => Some(Self::Stopped),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Running => "RUNNING",
+            Self::Paused => "PAUSED",
+            Self::Stopped => "STOPPED",
+        }
+    }
 }
 
 /// What a config update did.
@@ -126,6 +185,8 @@ pub struct Worker {
     default_partitions: i32,
     shutdown_timeout: Duration,
     connectors: RwLock<BTreeMap<String, ConnectorRuntime>>,
+    /// Held while a restart runs, so restarts never interleave.
+    restarts: tokio::sync::Mutex<()>,
 }
 
 pub struct WorkerOptions {
@@ -169,6 +230,7 @@ impl Worker {
             default_partitions: options.default_partitions,
             shutdown_timeout: options.shutdown_timeout,
             connectors: RwLock::new(BTreeMap::new()),
+            restarts: tokio::sync::Mutex::new(()),
         })
     }
 
@@ -349,6 +411,16 @@ impl Worker {
     }
 
     pub async fn create(&self, spec: &ConnectorSpec) -> Result<(), WorkerError> {
+        self.create_in(spec, TargetState::Running).await
+    }
+
+    /// Creates a connector directly in a target state (`initial_state` of
+    /// `POST /connectors`): PAUSED tasks start paused, STOPPED has no tasks.
+    pub async fn create_in(
+        &self,
+        spec: &ConnectorSpec,
+        target: TargetState,
+    ) -> Result<(), WorkerError> {
         if self.connectors.read().await.contains_key(&spec.name) {
             return Err(WorkerError::AlreadyExists(spec.name.clone()));
         }
@@ -359,11 +431,22 @@ impl Worker {
                 name: spec.name.clone(),
                 error,
             })?;
-        self.start(validated).await
+        self.start_in(validated, target).await
     }
 
     /// Starts a validated connector's tasks.
     pub async fn start(&self, v: ValidatedConnector) -> Result<(), WorkerError> {
+        self.start_in(v, TargetState::Running).await
+    }
+
+    /// Starts a validated connector in a target state: RUNNING, PAUSED (its
+    /// tasks start paused) or STOPPED (no tasks, nothing created, as after
+    /// `PUT .../stop`).
+    pub async fn start_in(
+        &self,
+        v: ValidatedConnector,
+        target: TargetState,
+    ) -> Result<(), WorkerError> {
         let name = v.spec.name.clone();
         let start_error = |message: String| WorkerError::Start {
             name: name.clone(),
@@ -375,11 +458,14 @@ impl Worker {
         };
         let partitions = v.common.topic_partitions.unwrap_or(self.default_partitions);
         let replication = v.common.topic_replication_factor.unwrap_or(-1);
-        self.clients
-            .ensure_topics(&topics, partitions, replication)
-            .await
-            .map_err(|e| start_error(format!("{e:#}")))?;
-        if let Some(dlq) = &v.common.errors.dlq {
+        let stopped = target == TargetState::Stopped;
+        if !stopped {
+            self.clients
+                .ensure_topics(&topics, partitions, replication)
+                .await
+                .map_err(|e| start_error(format!("{e:#}")))?;
+        }
+        if let Some(dlq) = v.common.errors.dlq.as_ref().filter(|_| !stopped) {
             self.clients
                 .ensure_topics(
                     std::slice::from_ref(&dlq.topic),
@@ -394,12 +480,13 @@ impl Worker {
         if connectors.contains_key(&name) {
             return Err(WorkerError::AlreadyExists(name));
         }
-        let task_configs = match &v.plugin {
-            Plugin::Source(p) => p.task_configs(&v.plugin_config, v.common.tasks_max),
-            Plugin::Sink(p) => p.task_configs(&v.plugin_config, v.common.tasks_max),
+        let task_configs = match (&v.plugin, stopped) {
+            (_, true) => Vec::new(),
+            (Plugin::Source(p), false) => p.task_configs(&v.plugin_config, v.common.tasks_max),
+            (Plugin::Sink(p), false) => p.task_configs(&v.plugin_config, v.common.tasks_max),
         };
         let (chain, _) = tokio::sync::watch::channel(v.chain.clone());
-        let (paused, _) = tokio::sync::watch::channel(false);
+        let (paused, _) = tokio::sync::watch::channel(target == TargetState::Paused);
         let topics: Arc<std::sync::Mutex<std::collections::BTreeSet<String>>> = Arc::default();
         let mut tasks = Vec::with_capacity(task_configs.len());
         for (id, config) in task_configs.into_iter().enumerate() {
@@ -408,12 +495,15 @@ impl Worker {
                 &v,
                 id,
                 config,
-                chain.subscribe(),
-                paused.subscribe(),
-                topics.clone(),
+                TaskLinks {
+                    chain: chain.subscribe(),
+                    paused: paused.subscribe(),
+                    topics: topics.clone(),
+                },
+                false,
             ));
         }
-        tracing::info!(connector = %name, class = %v.common.connector_class, tasks = tasks.len(), "connector started");
+        tracing::info!(connector = %name, class = %v.common.connector_class, tasks = tasks.len(), state = target.as_str(), "connector started");
         connectors.insert(
             name.clone(),
             ConnectorRuntime {
@@ -422,8 +512,10 @@ impl Worker {
                 tasks,
                 chain,
                 paused,
-                stopped: false,
+                stopped,
                 topics,
+                restarting: false,
+                pending: Vec::new(),
             },
         );
         drop(connectors);
@@ -744,9 +836,30 @@ impl Worker {
         self.connectors.read().await.get(name).map(|c| c.stopped)
     }
 
-    /// Stops a connector's tasks cleanly and starts them again with the same
-    /// config (`POST /connectors/{name}/restart`).
+    /// Stops a connector's tasks cleanly and creates them again from its
+    /// config (`POST /connectors/{name}/restart`), in place: the connector
+    /// shows RESTARTING meanwhile, and each new task until it runs.
     pub async fn restart(&self, name: &str) -> Result<bool, WorkerError> {
+        match self.plan_restart(name, false, false).await? {
+            Some(plan) => Ok(self.execute_restart(plan).await),
+            None => Ok(false),
+        }
+    }
+
+    /// Kafka Connect's restart plan (`POST /connectors/{name}/restart?
+    /// includeTasks=&onlyFailed=`): the connector is restarted unless
+    /// `only_failed` (a Sluice connector itself never fails), which restarts
+    /// all its tasks; with `include_tasks` and `only_failed`, the FAILED tasks
+    /// only. What is planned shows RESTARTING at once (in status), until
+    /// [`Worker::execute_restart`] has it RUNNING again. The config is
+    /// validated first: if it no longer is valid, nothing is marked. `None`
+    /// if the connector is unknown; a conflict if it is STOPPED.
+    pub async fn plan_restart(
+        &self,
+        name: &str,
+        include_tasks: bool,
+        only_failed: bool,
+    ) -> Result<Option<RestartPlan>, WorkerError> {
         let Some((spec, stopped)) = self
             .connectors
             .read()
@@ -754,25 +867,16 @@ impl Worker {
             .get(name)
             .map(|c| (c.spec.clone(), c.stopped))
         else {
-            return Ok(false);
+            return Ok(None);
+        };
+        let stopped_error = || {
+            WorkerError::Conflict(format!(
+                "Connector {name} is STOPPED; resume it to start its tasks"
+            ))
         };
         if stopped {
-            return Err(WorkerError::Conflict(format!(
-                "Connector {name} is STOPPED; resume it to start its tasks"
-            )));
+            return Err(stopped_error());
         }
-        self.stop_connector(name).await;
-        self.create(&spec).await?;
-        Ok(true)
-    }
-
-    /// Restarts one task (`POST /connectors/{name}/tasks/{id}/restart`):
-    /// its in-flight batch finishes or is redelivered; the others go on.
-    pub async fn restart_task(&self, name: &str, id: u32) -> Result<bool, WorkerError> {
-        let spec = match self.connectors.read().await.get(name) {
-            Some(c) if c.tasks.iter().any(|t| t.id == id) => c.spec.clone(),
-            _ => return Ok(false),
-        };
         let validated = self
             .validate(&spec)
             .await
@@ -782,25 +886,146 @@ impl Worker {
             })?;
         let mut connectors = self.connectors.write().await;
         let Some(c) = connectors.get_mut(name) else {
-            return Ok(false);
+            return Ok(None);
         };
-        let Some(index) = c.tasks.iter().position(|t| t.id == id) else {
-            return Ok(false);
+        if c.stopped {
+            return Err(stopped_error());
+        }
+        let all = !only_failed;
+        let tasks: Vec<u32> = c
+            .tasks
+            .iter()
+            .filter(|t| all || (include_tasks && t.status.get().state == State::Failed))
+            .map(|t| t.id)
+            .collect();
+        if all {
+            c.restarting = true;
+        }
+        for t in c.tasks.iter().filter(|t| tasks.contains(&t.id)) {
+            t.status.set(State::Restarting, None);
+        }
+        Ok(Some(RestartPlan {
+            name: name.to_string(),
+            validated,
+            all,
+            tasks,
+        }))
+    }
+
+    /// Carries out a [`RestartPlan`]: the planned tasks stop cleanly (their
+    /// in-flight batches finish or are redelivered; the others go on) and new
+    /// ones start, RESTARTING until they run; with `all`, the tasks are
+    /// created again from the connector's config. Restarts run one at a time.
+    /// `false` if the connector was deleted or stopped meanwhile.
+    pub async fn execute_restart(&self, plan: RestartPlan) -> bool {
+        let _one_at_a_time = self.restarts.lock().await;
+        let name = plan.name.as_str();
+        // The old tasks leave the connector while they stop; their status
+        // cells stay visible (RESTARTING) so status never loses a task.
+        let old = {
+            let mut connectors = self.connectors.write().await;
+            let Some(c) = connectors.get_mut(name) else {
+                return false;
+            };
+            let (restart, keep): (Vec<TaskRuntime>, Vec<TaskRuntime>) =
+                std::mem::take(&mut c.tasks)
+                    .into_iter()
+                    .partition(|t| plan.all || plan.tasks.contains(&t.id));
+            c.tasks = keep;
+            c.pending = restart
+                .iter()
+                .map(|t| PendingTask {
+                    id: t.id,
+                    config: t.config.clone(),
+                    status: t.status.clone(),
+                })
+                .collect();
+            restart
         };
-        let old = c.tasks.remove(index);
-        let config = old.config.clone();
-        self.stop_tasks(vec![(name.to_string(), old)]).await;
-        let task = self.spawn_task(
-            &validated,
-            id,
-            config,
-            c.chain.subscribe(),
-            c.paused.subscribe(),
-            c.topics.clone(),
-        );
-        c.tasks.insert(index, task);
-        tracing::info!(connector = %name, task = id, "task restarted");
-        Ok(true)
+        self.stop_tasks(old.into_iter().map(|t| (name.to_string(), t)).collect())
+            .await;
+        let mut connectors = self.connectors.write().await;
+        let Some(c) = connectors.get_mut(name) else {
+            return false;
+        };
+        let pending = std::mem::take(&mut c.pending);
+        c.restarting = false;
+        if c.stopped {
+            return false;
+        }
+        let v = &plan.validated;
+        let configs: Vec<(u32, ConfigMap)> = if plan.all {
+            let configs = match &v.plugin {
+                Plugin::Source(p) => p.task_configs(&v.plugin_config, v.common.tasks_max),
+                Plugin::Sink(p) => p.task_configs(&v.plugin_config, v.common.tasks_max),
+            };
+            configs
+                .into_iter()
+                .enumerate()
+                .map(|(id, config)| (id as u32, config))
+                .collect()
+        } else {
+            pending.into_iter().map(|p| (p.id, p.config)).collect()
+        };
+        for (id, config) in configs {
+            let task = self.spawn_task(
+                v,
+                id,
+                config,
+                TaskLinks {
+                    chain: c.chain.subscribe(),
+                    paused: c.paused.subscribe(),
+                    topics: c.topics.clone(),
+                },
+                true,
+            );
+            c.tasks.push(task);
+            tracing::info!(connector = %name, task = id, "task restarted");
+        }
+        c.tasks.sort_by_key(|t| t.id);
+        true
+    }
+
+    /// Restarts one task (`POST /connectors/{name}/tasks/{id}/restart`):
+    /// its in-flight batch finishes or is redelivered; the others go on. It
+    /// shows RESTARTING until it runs again.
+    pub async fn restart_task(&self, name: &str, id: u32) -> Result<bool, WorkerError> {
+        // A task in the middle of another restart counts: this one follows.
+        let status_of = |c: &ConnectorRuntime| {
+            c.tasks
+                .iter()
+                .find(|t| t.id == id)
+                .map(|t| t.status.clone())
+                .or_else(|| {
+                    c.pending
+                        .iter()
+                        .find(|p| p.id == id)
+                        .map(|p| p.status.clone())
+                })
+        };
+        let spec = match self.connectors.read().await.get(name) {
+            Some(c) if status_of(c).is_some() => c.spec.clone(),
+            _ => return Ok(false),
+        };
+        let validated = self
+            .validate(&spec)
+            .await
+            .map_err(|error| WorkerError::Invalid {
+                name: name.to_string(),
+                error,
+            })?;
+        match self.connectors.read().await.get(name).and_then(status_of) {
+            Some(status) => status.set(State::Restarting, None),
+            None => return Ok(false),
+        }
+        Ok(self
+            .execute_restart(RestartPlan {
+                name: name.to_string(),
+                validated,
+                all: false,
+                tasks: vec![id],
+            })
+            .await)
     }
 
     /// Stops a connector's tasks cleanly and forgets it.
@@ -818,12 +1043,20 @@ impl Worker {
         v: &ValidatedConnector,
         id: u32,
         config: ConfigMap,
-        chain_updates: tokio::sync::watch::Receiver<CompiledChain>,
-        paused: tokio::sync::watch::Receiver<bool>,
-        active_topics: Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>,
+        links: TaskLinks,
+        restarting: bool,
     ) -> TaskRuntime {
+        let TaskLinks {
+            chain: chain_updates,
+            paused,
+            topics: active_topics,
+        } = links;
         let name: Arc<str> = Arc::from(v.spec.name.as_str());
         let status = StatusCell::new(self.metrics.clone(), &name, id);
+        if restarting {
+            // Until the task runs.
+            status.set(State::Restarting, None);
+        }
         let cancel = CancellationToken::new();
         let span = tracing::info_span!("task", connector = %name, task = id);
         let env = TaskEnv {
@@ -943,11 +1176,14 @@ impl Worker {
     ) -> Option<(ConnectorSpec, ConnectorType, Vec<(u32, ConfigMap)>)> {
         let connectors = self.connectors.read().await;
         let c = connectors.get(name)?;
-        Some((
-            c.spec.clone(),
-            c.kind,
-            c.tasks.iter().map(|t| (t.id, t.config.clone())).collect(),
-        ))
+        let mut tasks: Vec<(u32, ConfigMap)> = c
+            .tasks
+            .iter()
+            .map(|t| (t.id, t.config.clone()))
+            .chain(c.pending.iter().map(|p| (p.id, p.config.clone())))
+            .collect();
+        tasks.sort_by_key(|(id, _)| *id);
+        Some((c.spec.clone(), c.kind, tasks))
     }
 
     pub async fn status(&self, name: &str) -> Option<ConnectorStatus> {
@@ -955,16 +1191,25 @@ impl Worker {
         let c = connectors.get(name)?;
         let state = if c.stopped {
             State::Stopped
+        } else if c.restarting {
+            State::Restarting
         } else if *c.paused.borrow() {
             State::Paused
         } else {
             State::Running
         };
+        let mut tasks: Vec<(u32, TaskStatus)> = c
+            .tasks
+            .iter()
+            .map(|t| (t.id, t.status.get()))
+            .chain(c.pending.iter().map(|p| (p.id, p.status.get())))
+            .collect();
+        tasks.sort_by_key(|(id, _)| *id);
         Some(ConnectorStatus {
             name: name.to_string(),
             kind: c.kind,
             connector: TaskStatus { state, trace: None },
-            tasks: c.tasks.iter().map(|t| (t.id, t.status.get())).collect(),
+            tasks,
         })
     }
 

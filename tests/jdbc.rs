@@ -452,7 +452,7 @@ async fn quoting_and_a_bad_row(db: &Db) {
         "CREATE TABLE {} (id BIGINT PRIMARY KEY, name VARCHAR(50) NOT NULL)",
         db.q(&t)
     );
-    exec(db, &create).await;
+    fixtures::db_exec(&db.url, &create).await;
     let mut sink = db
         .task(&[
             ("insert.mode", "upsert"),
@@ -558,22 +558,6 @@ async fn exactly_once_transaction(db: &Db) {
     let mut sink = db.task(&cfg).await;
     assert_eq!(sink.stored_offsets(&part).await.unwrap(), at(1));
     sink.stop().await;
-}
-
-async fn exec(db: &Db, sql: &str) {
-    if let Some(path) = db.url.strip_prefix("sqlite:") {
-        let pool = sqlx::sqlite::SqlitePoolOptions::new()
-            .connect_with(sqlx::sqlite::SqliteConnectOptions::new().filename(path))
-            .await
-            .unwrap();
-        sqlx::query(sql).execute(&pool).await.unwrap();
-    } else if db.mysql {
-        let pool = sqlx::mysql::MySqlPool::connect(&db.url).await.unwrap();
-        sqlx::query(sql).execute(&pool).await.unwrap();
-    } else {
-        let pool = sqlx::postgres::PgPool::connect(&db.url).await.unwrap();
-        sqlx::query(sql).execute(&pool).await.unwrap();
-    }
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -22,19 +22,12 @@ use sluice_runtime::offsets::OffsetStore;
 use sluice_runtime::worker::{Worker, WorkerOptions};
 use sqlx::Connection;
 
+mod common;
+use common::order_json;
+
 const TOPIC: &str = "bench-orders";
 /// The embedded broker keeps about 5 MiB per partition: spread the records.
 const PARTITIONS: i32 = 64;
-
-fn order(i: usize) -> String {
-    format!(
-        r#"{{"order_id":{i},"customer_id":"cust-{:05}","amount":{}.{:02},"currency":"EUR","status":"shipped","updated_at":"2026-01-01T00:00:{:02}.000Z"}}"#,
-        i % 1000,
-        10 + i % 500,
-        i % 100,
-        i % 60
-    )
-}
 
 fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -54,7 +47,7 @@ async fn produce(bootstrap: &str, n: usize) {
     let mut pending = Vec::with_capacity(10_000);
     for i in 0..n {
         let key = i.to_string();
-        let value = order(i);
+        let value = order_json(i);
         let record = FutureRecord::to(TOPIC)
             .key(&key)
             .payload(&value)
@@ -185,7 +178,7 @@ async fn copy_run(url: &str, n: usize) -> f64 {
     .await;
     let mut csv = String::with_capacity(n * 80);
     for i in 0..n {
-        let v: serde_json::Value = serde_json::from_str(&order(i)).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&order_json(i)).unwrap();
         csv.push_str(&format!(
             "{},{},{},{},{},{}\n",
             v["order_id"],
@@ -260,7 +253,8 @@ fn main() {
             metrics: Metrics::new(),
         })
         .unwrap();
-        exec(&url, "CREATE TABLE IF NOT EXISTS sluice_offsets (connector VARCHAR(255) NOT NULL, topic VARCHAR(255) NOT NULL, \"partition\" INTEGER NOT NULL, \"offset\" BIGINT NOT NULL, PRIMARY KEY (connector, topic, \"partition\"))").await;
+        // The sink's own offsets table, so each run can clear a previous run's.
+        exec(&url, &sluice_connector_jdbc::Dialect::Postgres.create_offsets_table("sluice_offsets")).await;
         eprintln!("sluice at-least-once...");
         let alo = sluice_run(&worker, &url, "bench-alo", "at-least-once", n).await;
         eprintln!("sluice exactly-once...");

@@ -19,33 +19,11 @@ use sluice_sdk::Record;
 #[allow(dead_code)] // shared with the tests, which also build native plugins
 mod guest_build;
 
+mod common;
+use common::{median, order};
+
 const ROUNDS: usize = 5;
 const RECORDS_PER_ROUND: usize = 5_000;
-
-/// The same ~170-byte order records as the `transform` bench.
-fn order(i: usize) -> Record {
-    let value = format!(
-        r#"{{"order_id":{i},"customer_id":"cust-{:05}","amount":{}.{:02},"currency":"EUR","status":"shipped","updated_at":"2026-01-01T00:00:{:02}.000Z"}}"#,
-        i % 1000,
-        10 + i % 500,
-        i % 100,
-        i % 60
-    );
-    Record {
-        topic: "orders".into(),
-        partition: 0,
-        offset: i as i64,
-        timestamp: Some(1_767_225_600_000),
-        key: Some(i.to_string().into_bytes()),
-        value: Some(value.into_bytes()),
-        headers: vec![],
-    }
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v[v.len() / 2]
-}
 
 /// Nanoseconds per record through `t`, in batches of `batch`.
 fn measure(t: &mut WasmTransform, batch: usize) -> f64 {

@@ -28,6 +28,13 @@ pub struct Shape<'a> {
     pub guard: Option<&'a str>,
 }
 
+impl Shape<'_> {
+    /// The columns written that are not part of the key.
+    fn non_key(&self) -> Vec<&String> {
+        self.names.iter().filter(|n| !self.pk.contains(n)).collect()
+    }
+}
+
 /// Alias of the target table in PostgreSQL statements, so conditions can
 /// name its columns whatever the table is called.
 const TARGET: &str = "sluice_t";
@@ -100,6 +107,19 @@ impl Dialect {
         )
     }
 
+    /// `{qualifier}c = u.c` for each column: assignments and key matches
+    /// from the source rows, which every statement aliases `u`.
+    fn matching_source<'a>(
+        self,
+        columns: impl IntoIterator<Item = &'a String>,
+        qualifier: &str,
+    ) -> Vec<String> {
+        columns
+            .into_iter()
+            .map(|c| format!("{qualifier}{0} = u.{0}", self.quote_ident(c)))
+            .collect()
+    }
+
     /// Placeholder number `n` (1-based).
     fn param(self, n: usize) -> String {
         match self {
@@ -143,11 +163,7 @@ impl Dialect {
         assert_ne!(self, Dialect::Postgres, "PostgreSQL writes through UNNEST");
         let table = self.quote_table(shape.table);
         let cols = self.quoted(shape.names);
-        let others: Vec<&String> = shape
-            .names
-            .iter()
-            .filter(|n| !shape.pk.contains(n))
-            .collect();
+        let others = shape.non_key();
         match mode {
             WriteMode::Insert | WriteMode::Upsert => {
                 let mut sql = format!(
@@ -162,15 +178,8 @@ impl Dialect {
             }
             WriteMode::Update => match self {
                 Dialect::Sqlite => {
-                    let sets: Vec<String> = others
-                        .iter()
-                        .map(|n| format!("{0} = u.{0}", self.quote_ident(n)))
-                        .collect();
-                    let mut cond: Vec<String> = shape
-                        .pk
-                        .iter()
-                        .map(|k| format!("{table}.{0} = u.{0}", self.quote_ident(k)))
-                        .collect();
+                    let sets = self.matching_source(others, "");
+                    let mut cond = self.matching_source(shape.pk, &format!("{table}."));
                     if let Some(g) = shape.guard {
                         cond.push(self.guard_condition(g, &table, "u"));
                     }
@@ -189,15 +198,8 @@ impl Dialect {
                     for _ in 1..rows {
                         source.push_str(&format!(" UNION ALL SELECT {rest}"));
                     }
-                    let on: Vec<String> = shape
-                        .pk
-                        .iter()
-                        .map(|k| format!("{table}.{0} = u.{0}", self.quote_ident(k)))
-                        .collect();
-                    let sets: Vec<String> = others
-                        .iter()
-                        .map(|n| format!("{table}.{0} = u.{0}", self.quote_ident(n)))
-                        .collect();
+                    let on = self.matching_source(shape.pk, &format!("{table}."));
+                    let sets = self.matching_source(others, &format!("{table}."));
                     let mut sql = format!(
                         "UPDATE {table} JOIN ({source}) AS u ON {} SET {}",
                         on.join(" AND "),
@@ -251,9 +253,7 @@ impl Dialect {
                         let newer = format!("({gq} IS NULL OR {gq} < VALUES({gq}))");
                         let mut ordered: Vec<&String> =
                             others.iter().copied().filter(|n| *n != g).collect();
-                        if others.iter().any(|n| *n == g) {
-                            ordered.push(others.iter().find(|n| **n == g).expect("found"));
-                        }
+                        ordered.extend(others.iter().copied().filter(|n| *n == g));
                         ordered
                             .iter()
                             .map(|n| {
@@ -283,11 +283,7 @@ impl Dialect {
         let table = self.quote_table(shape.table);
         let cols = self.quoted(shape.names);
         let source = unnest_source(&cols, arrays, casts);
-        let others: Vec<&String> = shape
-            .names
-            .iter()
-            .filter(|n| !shape.pk.contains(n))
-            .collect();
+        let others = shape.non_key();
         let target = format!("\"{TARGET}\"");
         match mode {
             WriteMode::Insert | WriteMode::Upsert => {
@@ -323,15 +319,8 @@ impl Dialect {
                 sql
             }
             WriteMode::Update => {
-                let sets: Vec<String> = others
-                    .iter()
-                    .map(|n| format!("{0} = u.{0}", self.quote_ident(n)))
-                    .collect();
-                let mut cond: Vec<String> = shape
-                    .pk
-                    .iter()
-                    .map(|k| format!("{target}.{0} = u.{0}", self.quote_ident(k)))
-                    .collect();
+                let sets = self.matching_source(others, "");
+                let mut cond = self.matching_source(shape.pk, &format!("{target}."));
                 if let Some(g) = shape.guard {
                     cond.push(self.guard_condition(g, &target, "u"));
                 }
@@ -360,10 +349,7 @@ impl Dialect {
             Dialect::Postgres => {
                 let source = unnest_source(&keys, pg_arrays, pg_casts);
                 let target = format!("\"{TARGET}\"");
-                let cond: Vec<String> = keys
-                    .iter()
-                    .map(|k| format!("{target}.{k} = u.{k}"))
-                    .collect();
+                let cond = self.matching_source(pk, &format!("{target}."));
                 format!(
                     "DELETE FROM {t} AS {target} USING ({source}) AS u WHERE {}",
                     cond.join(" AND ")

@@ -457,19 +457,24 @@ impl JdbcSinkTask {
         }
     }
 
+    /// A tombstone with `delete.enabled`: delete the row with the record's key.
+    fn delete_op(&self, record: &Record) -> Result<Op, ConnectError> {
+        let key = self.key_columns(record)?;
+        if key.iter().any(|(_, v)| *v == SqlValue::Null) {
+            return Err(ConnectError::data(format!(
+                "tombstone {} has a null key field; no row to delete",
+                record.coordinates()
+            ))
+            .with_class("MissingPrimaryKey"));
+        }
+        let (names, values) = key.into_iter().unzip();
+        Ok(Op::Delete(names, values))
+    }
+
     fn op_from(&self, record: &Record) -> Result<Op, ConnectError> {
         if record.value.is_none() {
             if self.cfg.delete_enabled {
-                let key = self.key_columns(record)?;
-                if key.iter().any(|(_, v)| *v == SqlValue::Null) {
-                    return Err(ConnectError::data(format!(
-                        "tombstone {} has a null key field; no row to delete",
-                        record.coordinates()
-                    ))
-                    .with_class("MissingPrimaryKey"));
-                }
-                let (names, values) = key.into_iter().unzip();
-                return Ok(Op::Delete(names, values));
+                return self.delete_op(record);
             }
             return Err(ConnectError::data(format!(
                 "record {} is a tombstone (null value); set delete.enabled=true (with pk.mode=record_key) to delete rows",
@@ -486,10 +491,7 @@ impl JdbcSinkTask {
         })?;
         let object = match value {
             serde_json::Value::Object(o) => o,
-            serde_json::Value::Null if self.cfg.delete_enabled => {
-                let (names, values) = self.key_columns(record)?.into_iter().unzip();
-                return Ok(Op::Delete(names, values));
-            }
+            serde_json::Value::Null if self.cfg.delete_enabled => return self.delete_op(record),
             other => {
                 return Err(ConnectError::data(format!(
                     "value of {} is JSON but not an object (got {}); the JDBC sink maps object fields to columns",
@@ -884,26 +886,41 @@ impl JdbcSinkTask {
         Ok(())
     }
 
+    async fn begin_tx(&mut self) -> Result<db::Tx, ConnectError> {
+        self.pool()
+            .await?
+            .begin()
+            .await
+            .map_err(|e| classify("starting a transaction".into(), e))
+    }
+
+    /// The exactly-once transaction, started now if `begin` deferred it.
+    /// `self.tx` is `after` until the caller puts the transaction back.
+    async fn take_transaction(&mut self, after: TxState) -> Result<db::Tx, ConnectError> {
+        match std::mem::replace(&mut self.tx, after) {
+            TxState::Open(Some(tx)) => Ok(tx),
+            TxState::Open(None) => self.begin_tx().await,
+            TxState::Broken => Err(ConnectError::retriable(
+                "the transaction was lost with its connection; the batch is redone",
+            )),
+            TxState::Idle => Err(ConnectError::fatal(
+                "no transaction is open: begin was not called",
+            )),
+        }
+    }
+
+    /// Rolls back an open exactly-once transaction, if any.
+    async fn discard_transaction(&mut self) {
+        if let TxState::Open(Some(tx)) = std::mem::replace(&mut self.tx, TxState::Idle) {
+            let _ = tx.rollback().await;
+        }
+    }
+
     async fn put_in_transaction(
         &mut self,
         plan: Vec<(String, Vec<Phase>)>,
     ) -> Result<(), ConnectError> {
-        let tx = match std::mem::replace(&mut self.tx, TxState::Broken) {
-            TxState::Open(Some(tx)) => tx,
-            TxState::Open(None) => self
-                .pool()
-                .await?
-                .begin()
-                .await
-                .map_err(|e| classify("starting a transaction".into(), e))?,
-            TxState::Broken => {
-                return Err(ConnectError::retriable(
-                    "the transaction was lost with its connection; the batch is redone",
-                ));
-            }
-            TxState::Idle => unreachable!("checked by the caller"),
-        };
-        let mut tx = tx;
+        let mut tx = self.take_transaction(TxState::Broken).await?;
         // Each put is atomic within the transaction, so the runtime can
         // split a batch around a bad record without losing the rest.
         let lost = |e| {
@@ -991,12 +1008,7 @@ impl SinkTask for JdbcSinkTask {
         if !matches!(self.tx, TxState::Idle) {
             return self.put_in_transaction(plan).await;
         }
-        let mut tx = self
-            .pool()
-            .await?
-            .begin()
-            .await
-            .map_err(|e| classify("starting a transaction".into(), e))?;
+        let mut tx = self.begin_tx().await?;
         let result = self.write_all(&mut tx.conn(), plan).await;
         match result {
             Ok(()) => tx
@@ -1012,9 +1024,7 @@ impl SinkTask for JdbcSinkTask {
     }
 
     async fn stop(&mut self) {
-        if let TxState::Open(Some(tx)) = std::mem::replace(&mut self.tx, TxState::Idle) {
-            let _ = tx.rollback().await;
-        }
+        self.discard_transaction().await;
         if let Some(pool) = self.pool.take() {
             pool.close().await;
         }
@@ -1025,32 +1035,14 @@ impl SinkTask for JdbcSinkTask {
     }
 
     async fn begin(&mut self) -> Result<(), ConnectError> {
-        if let TxState::Open(Some(tx)) = std::mem::replace(&mut self.tx, TxState::Idle) {
-            let _ = tx.rollback().await;
-        }
+        self.discard_transaction().await;
         self.ensure_offsets_table().await?;
         self.tx = TxState::Open(None);
         Ok(())
     }
 
     async fn commit(&mut self, offsets: &[PartitionOffset]) -> Result<(), ConnectError> {
-        let mut tx = match std::mem::replace(&mut self.tx, TxState::Idle) {
-            TxState::Open(Some(tx)) => tx,
-            TxState::Open(None) => self
-                .pool()
-                .await?
-                .begin()
-                .await
-                .map_err(|e| classify("starting a transaction".into(), e))?,
-            TxState::Broken => {
-                return Err(ConnectError::retriable(
-                    "the transaction was lost with its connection; the batch is redone",
-                ));
-            }
-            TxState::Idle => {
-                return Err(ConnectError::fatal("commit without begin"));
-            }
-        };
+        let mut tx = self.take_transaction(TxState::Idle).await?;
         let rows: Vec<(String, i32, i64)> = offsets
             .iter()
             .map(|o| (o.topic.clone(), o.partition, o.offset))
@@ -1068,9 +1060,7 @@ impl SinkTask for JdbcSinkTask {
     }
 
     async fn rollback(&mut self) {
-        if let TxState::Open(Some(tx)) = std::mem::replace(&mut self.tx, TxState::Idle) {
-            let _ = tx.rollback().await;
-        }
+        self.discard_transaction().await;
         self.tables.clear();
     }
 

@@ -8,9 +8,11 @@ mod fixtures;
 
 mod config_errors;
 mod crash;
+mod delivery;
 mod error_handling;
 mod hot_swap;
 mod jdbc;
+mod kafka_conformance;
 mod languages;
 mod native_plugins;
 mod observability;

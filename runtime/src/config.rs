@@ -68,6 +68,33 @@ fn read_json(file: &Path) -> Result<serde_json::Value, ConfigFileError> {
     })
 }
 
+/// Kafka's rules for topic names, checked before any broker is asked.
+pub(crate) fn check_topic_name(topic: &str) -> Result<(), String> {
+    if topic.is_empty() || topic == "." || topic == ".." {
+        return Err(format!("`{topic}` is not a valid topic name"));
+    }
+    if topic.len() > 249 {
+        return Err(format!(
+            "topic names have at most 249 characters; `{}...` has {}",
+            &topic[..20],
+            topic.len()
+        ));
+    }
+    if let Some(c) = topic
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
+    {
+        return Err(format!(
+            "`{topic}` has `{c}`; topic names use only letters, digits, `.`, `_` and `-`"
+        ));
+    }
+    Ok(())
+}
+
+fn check_topic_key(key: &str, topic: &str) -> Result<(), ConfigError> {
+    check_topic_name(topic).map_err(|why| ConfigError::new(key, why))
+}
+
 /// The worker's own keys (Kafka Connect's names where they exist).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -82,6 +109,17 @@ struct WorkerKeys {
     plugin_path: Vec<PathBuf>,
     #[serde(rename = "offset.storage.file.filename", default)]
     offset_storage_file: Option<PathBuf>,
+    /// The compacted topic of source offsets.
+    #[serde(rename = "offset.storage.topic", default = "default_offsets_topic")]
+    offset_storage_topic: String,
+    #[serde(
+        rename = "offset.storage.partitions",
+        default = "default_offsets_partitions"
+    )]
+    offset_storage_partitions: i32,
+    /// -1: the broker's default.
+    #[serde(rename = "offset.storage.replication.factor", default = "minus_one")]
+    offset_storage_replication_factor: i32,
     /// Where connector configs and target states persist (standalone).
     #[serde(rename = "config.storage.file.filename", default)]
     config_storage_file: Option<PathBuf>,
@@ -126,6 +164,15 @@ struct WorkerKeys {
     rest_auth_health_open: Option<String>,
 }
 
+fn default_offsets_topic() -> String {
+    "sluice-offsets".into()
+}
+fn default_offsets_partitions() -> i32 {
+    25
+}
+fn minus_one() -> i32 {
+    -1
+}
 fn default_group() -> String {
     "sluice".into()
 }
@@ -153,6 +200,9 @@ pub struct WorkerConfig {
     pub listeners: Vec<String>,
     pub plugin_path: Vec<PathBuf>,
     pub offset_storage_file: Option<PathBuf>,
+    pub offsets_topic: crate::offsets::OffsetsTopic,
+    /// `offset.flush.interval.ms`: the default `transaction.boundary.interval.ms`.
+    pub offset_flush_interval_ms: u64,
     pub config_storage_file: Option<PathBuf>,
     pub config_providers: crate::providers::ConfigProviders,
     pub task_shutdown_graceful_timeout_ms: u64,
@@ -267,17 +317,12 @@ impl WorkerConfig {
                 "is empty; remove it to use the embedded broker, or name the cluster's brokers",
             ));
         }
-        let mut inert_keys = Vec::new();
-        if own.contains_key("group.id") {
-            inert_keys.push((
-                "group.id",
-                "it names the cluster of distributed workers and their transactional ids; a standalone worker has neither yet",
-            ));
-        }
-        if keys.offset_flush_interval_ms.is_some() {
-            inert_keys.push((
-                "offset.flush.interval.ms",
-                "Sluice commits offsets after every batch, which is at least as often",
+        let inert_keys = Vec::new();
+        check_topic_key("offset.storage.topic", &keys.offset_storage_topic)?;
+        if keys.offset_storage_partitions < 1 {
+            return Err(ConfigError::new(
+                "offset.storage.partitions",
+                "must be at least 1",
             ));
         }
 
@@ -338,6 +383,12 @@ impl WorkerConfig {
             listeners: keys.listeners,
             plugin_path: keys.plugin_path,
             offset_storage_file: keys.offset_storage_file,
+            offsets_topic: crate::offsets::OffsetsTopic {
+                name: keys.offset_storage_topic,
+                partitions: keys.offset_storage_partitions,
+                replication: keys.offset_storage_replication_factor,
+            },
+            offset_flush_interval_ms: keys.offset_flush_interval_ms.unwrap_or(60_000),
             config_storage_file: keys.config_storage_file,
             config_providers: crate::providers::ConfigProviders::from_worker(&provider_keys)?,
             task_shutdown_graceful_timeout_ms: keys.task_shutdown_graceful_timeout_ms,
@@ -510,6 +561,24 @@ struct CommonKeys {
     batch_max_ms: u64,
     #[serde(rename = "delivery.guarantee", default)]
     delivery_guarantee: DeliveryGuarantee,
+    /// Exactly-once sources: when a transaction commits (Kafka Connect's key).
+    #[serde(rename = "transaction.boundary", default)]
+    transaction_boundary: TransactionBoundary,
+    #[serde(rename = "transaction.boundary.interval.ms", default)]
+    transaction_boundary_interval_ms: Option<u64>,
+}
+
+/// `transaction.boundary` of an exactly-once source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TransactionBoundary {
+    /// One transaction per batch the task polls.
+    #[default]
+    Poll,
+    /// One transaction per `transaction.boundary.interval.ms`.
+    Interval,
+    /// Defined by the connector (Kafka Connect); refused with a reason.
+    Connector,
 }
 
 /// `delivery.guarantee`: what a connector promises about each record.
@@ -753,6 +822,9 @@ pub struct CommonConfig {
     pub key_converter: Converter,
     pub value_converter: Converter,
     pub delivery_guarantee: DeliveryGuarantee,
+    pub transaction_boundary: TransactionBoundary,
+    /// None: the worker's `offset.flush.interval.ms`.
+    pub transaction_boundary_interval_ms: Option<u64>,
     /// `consumer.override.*`, over the worker's `consumer.*`.
     pub consumer_overrides: ConfigMap,
     /// `producer.override.*`, over the worker's `producer.*`.
@@ -910,6 +982,26 @@ impl CommonConfig {
         if keys.batch_max_records == 0 {
             return Err(ConfigError::new("batch.max.records", "must be at least 1"));
         }
+        if keys.transaction_boundary == TransactionBoundary::Connector {
+            return Err(ConfigError::new(
+                "transaction.boundary",
+                "`connector` (boundaries defined by the connector) is not supported: Sluice's connector API has no way to define them; use poll or interval",
+            ));
+        }
+        if keys.transaction_boundary_interval_ms.is_some()
+            && keys.transaction_boundary != TransactionBoundary::Interval
+        {
+            return Err(ConfigError::new(
+                "transaction.boundary.interval.ms",
+                "applies only with transaction.boundary=interval",
+            ));
+        }
+        if keys.transaction_boundary_interval_ms == Some(0) {
+            return Err(ConfigError::new(
+                "transaction.boundary.interval.ms",
+                "must be at least 1",
+            ));
+        }
         let errors = crate::errors::ErrorPolicy::parse(&error_keys, &keys.topics)?;
         let key_converter = Converter::parse("key.converter", keys.key_converter.as_deref())?;
         let value_converter = Converter::parse("value.converter", keys.value_converter.as_deref())?;
@@ -930,6 +1022,8 @@ impl CommonConfig {
                 key_converter,
                 value_converter,
                 delivery_guarantee: keys.delivery_guarantee,
+                transaction_boundary: keys.transaction_boundary,
+                transaction_boundary_interval_ms: keys.transaction_boundary_interval_ms,
                 consumer_overrides,
                 producer_overrides,
             },
@@ -957,6 +1051,8 @@ fn is_common_key(k: &str) -> bool {
             | "batch.max.records"
             | "batch.max.ms"
             | "delivery.guarantee"
+            | "transaction.boundary"
+            | "transaction.boundary.interval.ms"
     )
 }
 
@@ -1219,7 +1315,7 @@ mod tests {
     }
 
     #[test]
-    fn plugin_path_and_inert_keys() {
+    fn plugin_path_and_offset_flush_interval() {
         let w = WorkerConfig::from_map(
             &string_map_from_json(
                 &json!({"plugin.path": "/a, /b", "offset.flush.interval.ms": 10000}),
@@ -1227,11 +1323,10 @@ mod tests {
             .unwrap(),
         )
         .unwrap();
-        let inert: Vec<&str> = w.inert_keys.iter().map(|(k, _)| *k).collect();
+        assert!(w.inert_keys.is_empty(), "{:?}", w.inert_keys);
         assert_eq!(
-            inert,
-            vec!["offset.flush.interval.ms"],
-            "reported at start, not ignored silently"
+            w.offset_flush_interval_ms, 10000,
+            "the default interval of interval-bounded transactions"
         );
         assert_eq!(
             w.plugin_path,

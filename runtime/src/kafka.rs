@@ -28,6 +28,10 @@ pub struct KafkaClients {
     consumer_overrides: Vec<(String, String)>,
     admin_overrides: Vec<(String, String)>,
     embedded: Option<EmbeddedBroker>,
+    /// The worker's `group.id`: the prefix of its tasks' transactional ids.
+    group_id: String,
+    offsets_topic: crate::offsets::OffsetsTopic,
+    offset_flush_interval_ms: u64,
 }
 
 impl KafkaClients {
@@ -45,7 +49,23 @@ impl KafkaClients {
             consumer_overrides: pairs(&worker.consumer_overrides),
             admin_overrides: pairs(&worker.admin_overrides),
             embedded,
+            group_id: worker.group_id.clone(),
+            offsets_topic: worker.offsets_topic.clone(),
+            offset_flush_interval_ms: worker.offset_flush_interval_ms,
         }
+    }
+
+    pub fn group_id(&self) -> &str {
+        &self.group_id
+    }
+
+    pub fn offsets_topic(&self) -> &crate::offsets::OffsetsTopic {
+        &self.offsets_topic
+    }
+
+    /// The worker's `offset.flush.interval.ms`.
+    pub fn offset_flush_interval(&self) -> Duration {
+        Duration::from_millis(self.offset_flush_interval_ms)
     }
 
     pub fn bootstrap_servers(&self) -> &str {
@@ -78,6 +98,10 @@ impl KafkaClients {
             .set("acks", "all")
             .set("enable.idempotence", "true")
             .set("linger.ms", "5")
+            // Java clients' partitioner: a key lands where Kafka Connect's
+            // producers would put it (and compacted topics keep one
+            // partition per key).
+            .set("partitioner", "murmur2_random")
             .set("compression.type", "zstd");
         for (k, v) in self
             .producer_overrides
@@ -88,6 +112,40 @@ impl KafkaClients {
             c.set(k, v);
         }
         c.create()
+    }
+
+    /// A transactional producer for an exactly-once task: `transactional.id`
+    /// identifies the task across restarts, so starting it fences any
+    /// earlier incarnation (see [`crate::transaction`]).
+    pub fn transactional_producer(
+        &self,
+        client_id: &str,
+        transactional_id: &str,
+        overrides: &sluice_sdk::ConfigMap,
+    ) -> Result<FutureProducer, KafkaError> {
+        let mut with_id = overrides.clone();
+        with_id.insert("transactional.id".into(), transactional_id.into());
+        self.producer(client_id, &with_id)
+    }
+
+    /// Creates a compacted topic for the worker's own state (source
+    /// offsets) if it does not exist.
+    pub async fn ensure_compacted_topic(
+        &self,
+        topic: &str,
+        partitions: i32,
+        replication: i32,
+    ) -> anyhow::Result<()> {
+        if let Some(embedded) = &self.embedded {
+            return embedded.create_topic(topic, partitions).await;
+        }
+        self.create_missing(
+            &[topic.to_string()],
+            partitions,
+            replication,
+            &[("cleanup.policy", "compact")],
+        )
+        .await
     }
 
     /// A consumer that never auto-commits, reads only committed records, and
@@ -134,6 +192,22 @@ impl KafkaClients {
             .set("enable.auto.offset.store", "false")
             .set("isolation.level", "read_committed")
             .set("enable.partition.eof", "false");
+        for (k, v) in &self.consumer_overrides {
+            c.set(k, v);
+        }
+        c.create()
+    }
+
+    /// A consumer that reads whole topics from the beginning to their end
+    /// (reported as partition EOF), committed records only: for the
+    /// worker's own compacted topics.
+    pub fn log_reader(&self) -> Result<rdkafka::consumer::BaseConsumer, KafkaError> {
+        let mut c = self.base();
+        c.set("group.id", "sluice-log-reader")
+            .set("enable.auto.commit", "false")
+            .set("enable.auto.offset.store", "false")
+            .set("isolation.level", "read_committed")
+            .set("enable.partition.eof", "true");
         for (k, v) in &self.consumer_overrides {
             c.set(k, v);
         }
@@ -256,6 +330,17 @@ impl KafkaClients {
             }
             return Ok(());
         }
+        self.create_missing(topics, partitions, replication, &[])
+            .await
+    }
+
+    async fn create_missing(
+        &self,
+        topics: &[String],
+        partitions: i32,
+        replication: i32,
+        configs: &[(&str, &str)],
+    ) -> anyhow::Result<()> {
         let mut c = self.base();
         for (k, v) in &self.admin_overrides {
             c.set(k, v);
@@ -281,7 +366,12 @@ impl KafkaClients {
         }
         let new: Vec<NewTopic<'_>> = missing
             .iter()
-            .map(|t| NewTopic::new(t, partitions, TopicReplication::Fixed(replication)))
+            .map(|t| {
+                configs.iter().fold(
+                    NewTopic::new(t, partitions, TopicReplication::Fixed(replication)),
+                    |topic, (k, v)| topic.set(k, v),
+                )
+            })
             .collect();
         let results = admin
             .create_topics(
@@ -306,7 +396,16 @@ impl KafkaClients {
 #[derive(Clone)]
 pub struct EmbeddedBroker {
     bootstrap: String,
-    commands: mpsc::UnboundedSender<(String, i32, oneshot::Sender<anyhow::Result<()>>)>,
+    commands: mpsc::UnboundedSender<(BrokerCommand, oneshot::Sender<anyhow::Result<()>>)>,
+}
+
+/// What the thread that owns the mock cluster is asked to do.
+enum BrokerCommand {
+    CreateTopic(String, i32),
+    /// Fail the next requests of one kind with these errors, in order
+    /// (fault injection, for testing error handling against the real
+    /// protocol).
+    FailRequests(rdkafka::types::RDKafkaApiKey, Vec<RDKafkaRespErr>),
 }
 
 /// Data beyond about this much per partition is silently dropped by the mock.
@@ -316,7 +415,7 @@ impl EmbeddedBroker {
     pub fn start() -> anyhow::Result<Self> {
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let (tx, mut rx) =
-            mpsc::unbounded_channel::<(String, i32, oneshot::Sender<anyhow::Result<()>>)>();
+            mpsc::unbounded_channel::<(BrokerCommand, oneshot::Sender<anyhow::Result<()>>)>();
         std::thread::Builder::new()
             .name("embedded-broker".into())
             .spawn(move || {
@@ -329,16 +428,24 @@ impl EmbeddedBroker {
                     }
                 };
                 let _ = ready_tx.send(Ok(cluster.bootstrap_servers()));
-                // Serve topic creation until every handle is dropped.
-                while let Some((topic, partitions, reply)) = rx.blocking_recv() {
-                    let result = match cluster.create_topic(&topic, partitions, 1) {
-                        Ok(()) => Ok(()),
-                        Err(KafkaError::MockCluster(RDKafkaErrorCode::TopicAlreadyExists)) => {
+                // Serve commands until every handle is dropped.
+                while let Some((command, reply)) = rx.blocking_recv() {
+                    let result = match command {
+                        BrokerCommand::CreateTopic(topic, partitions) => {
+                            match cluster.create_topic(&topic, partitions, 1) {
+                                Ok(())
+                                | Err(KafkaError::MockCluster(
+                                    RDKafkaErrorCode::TopicAlreadyExists,
+                                )) => Ok(()),
+                                Err(e) => Err(anyhow::anyhow!(
+                                    "creating topic `{topic}` on the embedded broker: {e}"
+                                )),
+                            }
+                        }
+                        BrokerCommand::FailRequests(api, errors) => {
+                            cluster.request_errors(api, &errors);
                             Ok(())
                         }
-                        Err(e) => Err(anyhow::anyhow!(
-                            "creating topic `{topic}` on the embedded broker: {e}"
-                        )),
                     };
                     let _ = reply.send(result);
                 }
@@ -355,9 +462,24 @@ impl EmbeddedBroker {
     }
 
     pub async fn create_topic(&self, topic: &str, partitions: i32) -> anyhow::Result<()> {
+        self.command(BrokerCommand::CreateTopic(topic.to_string(), partitions))
+            .await
+    }
+
+    /// Makes the next requests of kind `api` fail with `errors`, one per
+    /// request, in order (librdkafka's mock cluster fault injection).
+    pub async fn fail_requests(
+        &self,
+        api: rdkafka::types::RDKafkaApiKey,
+        errors: Vec<RDKafkaRespErr>,
+    ) -> anyhow::Result<()> {
+        self.command(BrokerCommand::FailRequests(api, errors)).await
+    }
+
+    async fn command(&self, command: BrokerCommand) -> anyhow::Result<()> {
         let (tx, rx) = oneshot::channel();
         self.commands
-            .send((topic.to_string(), partitions, tx))
+            .send((command, tx))
             .map_err(|_| anyhow::anyhow!("the embedded broker has stopped"))?;
         rx.await
             .map_err(|_| anyhow::anyhow!("the embedded broker has stopped"))?

@@ -17,5 +17,6 @@ pub mod providers;
 pub mod rest;
 pub mod task;
 pub mod tls;
+pub mod transaction;
 pub mod transform;
 pub mod worker;

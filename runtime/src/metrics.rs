@@ -34,6 +34,10 @@ pub struct Metrics {
     /// From `x-produce-timestamp-ms` (stamped by source tasks) to the sink's write.
     pub e2e_latency: HistogramVec,
     pub batch_size: HistogramVec,
+    /// Kafka transactions of exactly-once source and stream tasks, by
+    /// outcome: committed, aborted, ambiguous (the producer was re-created
+    /// after a commit whose result is unknown) or fenced.
+    pub transactions: IntCounterVec,
 }
 
 /// The header source tasks stamp and sinks measure end-to-end latency from.
@@ -223,6 +227,17 @@ impl Metrics {
             &["connector", "task"],
         )
         .expect("valid metric");
+        let transactions = IntCounterVec::new(
+            Opts::new(
+                "sluice_transactions_total",
+                "Kafka transactions of exactly-once source and stream tasks, by outcome",
+            ),
+            &["connector", "task", "outcome"],
+        )
+        .expect("valid metric");
+        registry
+            .register(Box::new(transactions.clone()))
+            .expect("metric registered once");
         for c in [
             Box::new(consumer_lag.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(rebalances.clone()),
@@ -281,6 +296,7 @@ impl Metrics {
             assigned_partitions,
             e2e_latency,
             batch_size,
+            transactions,
         }
     }
 

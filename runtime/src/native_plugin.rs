@@ -138,6 +138,7 @@ impl NativeLibrary {
         Ok(match kind {
             ConnectorType::Sink => Plugin::Sink(Arc::new(NativeSink(lib))),
             ConnectorType::Source => Plugin::Source(Arc::new(NativeSource(lib))),
+            ConnectorType::Stream => unreachable!("the metadata names sink or source"),
         })
     }
 

@@ -1,7 +1,12 @@
-//! Source offsets: where each source task resumes. Standalone workers keep
-//! them in `offset.storage.file.filename` (written atomically) or, without
-//! one, in memory only: a restart then replays from the start and the
-//! idempotent sinks absorb the repeats.
+//! Source offsets: where each source task resumes.
+//!
+//! They live in a compacted Kafka topic (`offset.storage.topic`) in Kafka
+//! Connect's format: key `["<connector>", {partition}]`, value the offset
+//! object (null: forgotten). Exactly-once sources write them in the
+//! transaction of the records they belong to. A standalone worker with
+//! `offset.storage.file.filename` keeps at-least-once sources' offsets in
+//! that file instead (written atomically). [`OffsetStore`] is the worker's
+//! view of all of them, and the file's content.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -81,6 +86,14 @@ impl OffsetStore {
         })
     }
 
+    /// Replaces a connector's offsets with those read from the offsets
+    /// topic (which wins over anything kept here).
+    pub fn replace(&self, connector: &str, offsets: SourceOffsets) -> std::io::Result<()> {
+        self.change(|all| {
+            all.insert(connector.to_string(), offsets);
+        })
+    }
+
     /// Forgets every offset of a connector: it starts from the beginning.
     pub fn reset(&self, connector: &str) -> std::io::Result<()> {
         self.change(|all| {
@@ -119,6 +132,134 @@ impl OffsetStore {
                 )
             })
             .collect()
+    }
+}
+
+/// The offsets topic.
+#[derive(Debug, Clone)]
+pub struct OffsetsTopic {
+    pub name: String,
+    pub partitions: i32,
+    pub replication: i32,
+}
+
+/// A change to one source partition's offset: its canonical key (see
+/// [`sluice_sdk::source_partition_key`]) and the new offset, or None to
+/// forget it.
+pub type OffsetChange = (String, Option<serde_json::Value>);
+
+impl OffsetsTopic {
+    /// The records that store `changes` for `connector`.
+    pub fn records(&self, connector: &str, changes: &[OffsetChange]) -> Vec<sluice_sdk::Record> {
+        changes
+            .iter()
+            .map(|(partition, offset)| {
+                let partition: serde_json::Value = serde_json::from_str(partition)
+                    .unwrap_or_else(|_| serde_json::Value::String(partition.clone()));
+                let key = serde_json::to_vec(&serde_json::json!([connector, partition]))
+                    .expect("JSON serialises");
+                sluice_sdk::Record {
+                    topic: self.name.clone(),
+                    partition: -1,
+                    offset: -1,
+                    timestamp: None,
+                    key: Some(key),
+                    value: offset
+                        .as_ref()
+                        .map(|o| serde_json::to_vec(o).expect("JSON serialises")),
+                    headers: Vec::new(),
+                }
+            })
+            .collect()
+    }
+
+    /// Reads the whole topic (committed records only) and returns the
+    /// latest offset of each of `connector`'s source partitions. Blocking.
+    pub fn read(
+        &self,
+        clients: &crate::kafka::KafkaClients,
+        connector: &str,
+    ) -> anyhow::Result<SourceOffsets> {
+        use rdkafka::consumer::Consumer;
+        use rdkafka::error::KafkaError;
+        use rdkafka::{Message, Offset, TopicPartitionList};
+        let consumer = clients.log_reader()?;
+        let timeout = std::time::Duration::from_secs(30);
+        let metadata = consumer.fetch_metadata(Some(&self.name), timeout)?;
+        let mut tpl = TopicPartitionList::new();
+        let mut unread = std::collections::BTreeSet::new();
+        for t in metadata.topics().iter().filter(|t| t.name() == self.name) {
+            for p in t.partitions() {
+                tpl.add_partition_offset(&self.name, p.id(), Offset::Beginning)?;
+                unread.insert(p.id());
+            }
+        }
+        let mut offsets = SourceOffsets::new();
+        if unread.is_empty() {
+            return Ok(offsets);
+        }
+        consumer.assign(&tpl)?;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        while !unread.is_empty() {
+            if std::time::Instant::now() > deadline {
+                anyhow::bail!(
+                    "reading the offsets topic `{}` did not reach its end within 2 minutes (partitions {unread:?} unread; an open transaction of another producer holds them back until it ends)",
+                    self.name
+                );
+            }
+            match consumer.poll(std::time::Duration::from_millis(200)) {
+                None => {}
+                Some(Err(KafkaError::PartitionEOF(p))) => {
+                    unread.remove(&p);
+                }
+                Some(Err(e)) => {
+                    anyhow::bail!("reading the offsets topic `{}`: {e}", self.name)
+                }
+                Some(Ok(m)) => {
+                    let Some(key) = m.key() else { continue };
+                    let Ok(serde_json::Value::Array(parts)) = serde_json::from_slice(key) else {
+                        tracing::warn!(topic = %self.name, offset = m.offset(), "skipping an offsets record whose key is not [connector, partition]");
+                        continue;
+                    };
+                    if parts.len() != 2 || parts[0].as_str() != Some(connector) {
+                        continue;
+                    }
+                    let partition = sluice_sdk::source_partition_key(&parts[1]);
+                    match m.payload().map(serde_json::from_slice::<serde_json::Value>) {
+                        None | Some(Ok(serde_json::Value::Null)) => {
+                            offsets.remove(&partition);
+                        }
+                        Some(Ok(offset)) => {
+                            offsets.insert(partition, offset);
+                        }
+                        Some(Err(e)) => anyhow::bail!(
+                            "the offsets topic `{}` holds a value that is not JSON at partition {} offset {}: {e}",
+                            self.name,
+                            m.partition(),
+                            m.offset()
+                        ),
+                    }
+                }
+            }
+        }
+        Ok(offsets)
+    }
+
+    /// Writes `changes` outside any transaction (the offsets API, for a
+    /// stopped connector), and waits until Kafka has them.
+    pub async fn write(
+        &self,
+        clients: &crate::kafka::KafkaClients,
+        connector: &str,
+        changes: &[OffsetChange],
+    ) -> anyhow::Result<()> {
+        let producer =
+            clients.producer(&format!("sluice-{connector}-offsets"), &Default::default())?;
+        let records = self.records(connector, changes);
+        for result in crate::task::source::produce_each(&producer, &records).await {
+            result.map_err(|e| anyhow::anyhow!("{}", e.full_message()))?;
+        }
+        Ok(())
     }
 }
 

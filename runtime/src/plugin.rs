@@ -9,6 +9,8 @@ use sluice_sdk::{ConnectorType, PluginInfo, SinkConnector, SourceConnector};
 pub enum Plugin {
     Source(Arc<dyn SourceConnector>),
     Sink(Arc<dyn SinkConnector>),
+    /// The built-in Kafka-to-Kafka connector ([`crate::task::stream`]).
+    Stream,
 }
 
 impl Plugin {
@@ -16,6 +18,7 @@ impl Plugin {
         match self {
             Plugin::Source(p) => p.info(),
             Plugin::Sink(p) => p.info(),
+            Plugin::Stream => crate::task::stream::StreamConnector::info(),
         }
     }
 
@@ -37,6 +40,7 @@ impl Registry {
                 Plugin::Source(Arc::new(sluice_connector_file::FileSourceConnector)),
                 Plugin::Sink(Arc::new(sluice_connector_file::FileSinkConnector)),
                 Plugin::Sink(Arc::new(sluice_connector_jdbc::JdbcSinkConnector)),
+                Plugin::Stream,
             ],
         }
     }

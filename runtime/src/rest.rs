@@ -779,12 +779,13 @@ fn definitions(plugin: &crate::plugin::Plugin) -> Vec<Value> {
             "Most records per batch",
         ),
     ];
-    if plugin.kind() == sluice_sdk::ConnectorType::Sink {
+    if plugin.kind() != sluice_sdk::ConnectorType::Source {
         common.push(("topics", "LIST", true, Value::Null, "Topics to consume"));
     }
     let own = match plugin {
         crate::plugin::Plugin::Source(p) => p.config_definition(),
         crate::plugin::Plugin::Sink(p) => p.config_definition(),
+        crate::plugin::Plugin::Stream => crate::task::stream::StreamConnector::config_definition(),
     };
     let mut out = Vec::new();
     for (i, (name, ty, required, default, doc)) in common.into_iter().enumerate() {

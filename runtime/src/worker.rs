@@ -13,6 +13,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+use crate::config::check_topic_name;
 use crate::config::{CommonConfig, ConnectorSpec, DeliveryGuarantee};
 use crate::errors::ErrorHandler;
 use crate::kafka::KafkaClients;
@@ -23,27 +24,35 @@ use crate::task::{self, State, StatusCell, TaskEnv, TaskStatus};
 use crate::transform::CompiledChain;
 use crate::transform::wasm::WasmHost;
 
-/// Kafka's rules for topic names, checked before any broker is asked.
-fn check_topic_name(topic: &str) -> Result<(), String> {
-    if topic.is_empty() || topic == "." || topic == ".." {
-        return Err(format!("`{topic}` is not a valid topic name"));
+impl ValidatedConnector {
+    /// The plugin's split of the connector into task configs.
+    pub fn task_configs(&self) -> Vec<ConfigMap> {
+        let (config, max) = (&self.plugin_config, self.common.tasks_max);
+        match &self.plugin {
+            Plugin::Source(p) => p.task_configs(config, max),
+            Plugin::Sink(p) => p.task_configs(config, max),
+            Plugin::Stream => task::stream::StreamConnector::task_configs(config, max),
+        }
     }
-    if topic.len() > 249 {
-        return Err(format!(
-            "topic names have at most 249 characters; `{}...` has {}",
-            &topic[..20],
-            topic.len()
-        ));
+
+    /// The topics the connector reads or writes, created if missing.
+    fn topics(&self) -> Vec<String> {
+        match &self.plugin {
+            Plugin::Source(p) => p.topics(&self.plugin_config),
+            Plugin::Sink(_) => self.common.topics.clone(),
+            Plugin::Stream => {
+                let mut topics = self.common.topics.clone();
+                if let Ok(c) =
+                    task::stream::StreamConfig::parse(&self.plugin_config, &self.common.topics)
+                {
+                    topics.extend(self.common.topics.iter().map(|t| c.route(t)));
+                }
+                topics.sort();
+                topics.dedup();
+                topics
+            }
+        }
     }
-    if let Some(c) = topic
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
-    {
-        return Err(format!(
-            "`{topic}` has `{c}`; topic names use only letters, digits, `.`, `_` and `-`"
-        ));
-    }
-    Ok(())
 }
 
 /// A connector config that passed every check and is ready to run.
@@ -345,7 +354,7 @@ impl Worker {
                 .into_iter()
                 .map(|t| ("topic", t))
                 .collect::<Vec<_>>(),
-            Plugin::Sink(_) => common
+            Plugin::Sink(_) | Plugin::Stream => common
                 .topics
                 .iter()
                 .map(|t| ("topics", t.clone()))
@@ -367,11 +376,19 @@ impl Worker {
                     ));
                 }
                 p.validate(&plugin_config)?;
-                if common.delivery_guarantee == DeliveryGuarantee::ExactlyOnce {
+            }
+            Plugin::Stream => {
+                if common.topics.is_empty() {
                     return Err(ConfigError::new(
-                        "delivery.guarantee",
-                        "exactly-once is not available for source connectors yet; use at-least-once (the default) with an idempotent consumer",
+                        "topics",
+                        "is required for a stream connector (a comma-separated list)",
                     ));
+                }
+                let stream = task::stream::StreamConfig::parse(&plugin_config, &common.topics)?;
+                if !stream.route("").is_empty() && !stream.route("").contains('$') {
+                    // A fixed output topic (no `${topic}`): its name is known now.
+                    check_topic_name(&stream.route(""))
+                        .map_err(|why| ConfigError::new("output.topic", why))?;
                 }
             }
             Plugin::Sink(p) => {
@@ -394,6 +411,17 @@ impl Worker {
                     ));
                 }
             }
+        }
+        let transactional_source = matches!(plugin, Plugin::Source(_))
+            && common.delivery_guarantee == DeliveryGuarantee::ExactlyOnce;
+        if !transactional_source
+            && (common.transaction_boundary != crate::config::TransactionBoundary::Poll
+                || common.transaction_boundary_interval_ms.is_some())
+        {
+            return Err(ConfigError::new(
+                "transaction.boundary",
+                "applies only to source connectors with delivery.guarantee=exactly-once",
+            ));
         }
         let host = self.wasm.clone();
         let specs = common.transforms.clone();
@@ -452,10 +480,7 @@ impl Worker {
             name: name.clone(),
             message,
         };
-        let topics = match &v.plugin {
-            Plugin::Source(p) => p.topics(&v.plugin_config),
-            Plugin::Sink(_) => v.common.topics.clone(),
-        };
+        let topics = v.topics();
         let partitions = v.common.topic_partitions.unwrap_or(self.default_partitions);
         let replication = v.common.topic_replication_factor.unwrap_or(-1);
         let stopped = target == TargetState::Stopped;
@@ -464,6 +489,16 @@ impl Worker {
                 .ensure_topics(&topics, partitions, replication)
                 .await
                 .map_err(|e| start_error(format!("{e:#}")))?;
+        }
+        if matches!(v.plugin, Plugin::Source(_))
+            && !stopped
+            && task::source::uses_offsets_topic(v.common.delivery_guarantee, &self.offsets)
+        {
+            let t = self.clients.offsets_topic();
+            self.clients
+                .ensure_compacted_topic(&t.name, t.partitions, t.replication)
+                .await
+                .map_err(|e| start_error(format!("creating the offsets topic: {e:#}")))?;
         }
         if let Some(dlq) = v.common.errors.dlq.as_ref().filter(|_| !stopped) {
             self.clients
@@ -482,8 +517,7 @@ impl Worker {
         }
         let task_configs = match (&v.plugin, stopped) {
             (_, true) => Vec::new(),
-            (Plugin::Source(p), false) => p.task_configs(&v.plugin_config, v.common.tasks_max),
-            (Plugin::Sink(p), false) => p.task_configs(&v.plugin_config, v.common.tasks_max),
+            (_, false) => v.task_configs(),
         };
         let (chain, _) = tokio::sync::watch::channel(v.chain.clone());
         let (paused, _) = tokio::sync::watch::channel(target == TargetState::Paused);
@@ -679,6 +713,20 @@ impl Worker {
             return Ok(None);
         };
         if kind == ConnectorType::Source {
+            if self.source_uses_offsets_topic(&spec)? {
+                // The topic is the truth (a task may not have run since
+                // the worker started).
+                let (clients, connector) = (self.clients.clone(), name.to_string());
+                let read = tokio::task::spawn_blocking(move || {
+                    clients.offsets_topic().read(&clients, &connector)
+                })
+                .await
+                .map_err(|e| WorkerError::Conflict(e.to_string()))?
+                .map_err(|e| WorkerError::Conflict(format!("{e:#}")))?;
+                self.offsets
+                    .replace(name, read)
+                    .map_err(|e| WorkerError::Conflict(e.to_string()))?;
+            }
             return Ok(Some(
                 self.offsets
                     .all(name)
@@ -710,14 +758,23 @@ impl Worker {
         ))
     }
 
-    fn sink_topics(&self, spec: &ConnectorSpec) -> Result<Vec<String>, WorkerError> {
+    fn common_config(&self, spec: &ConnectorSpec) -> Result<CommonConfig, WorkerError> {
         let invalid = |error| WorkerError::Invalid {
             name: spec.name.clone(),
             error,
         };
         let resolved = self.providers.resolve(&spec.config).map_err(invalid)?;
         let (common, _) = CommonConfig::split(&resolved).map_err(invalid)?;
-        Ok(common.topics)
+        Ok(common)
+    }
+
+    fn sink_topics(&self, spec: &ConnectorSpec) -> Result<Vec<String>, WorkerError> {
+        Ok(self.common_config(spec)?.topics)
+    }
+
+    fn source_uses_offsets_topic(&self, spec: &ConnectorSpec) -> Result<bool, WorkerError> {
+        let guarantee = self.common_config(spec)?.delivery_guarantee;
+        Ok(task::source::uses_offsets_topic(guarantee, &self.offsets))
     }
 
     /// Changes offsets (`PATCH`; an entry with a null offset resets its
@@ -739,6 +796,22 @@ impl Worker {
         let bad = WorkerError::BadRequest;
         match (kind, entries) {
             (ConnectorType::Source, None) => {
+                if self.source_uses_offsets_topic(&spec)? {
+                    // Tombstones for every partition the topic knows.
+                    let (clients, connector) = (self.clients.clone(), name.to_string());
+                    let known = tokio::task::spawn_blocking(move || {
+                        clients.offsets_topic().read(&clients, &connector)
+                    })
+                    .await
+                    .map_err(|e| bad(e.to_string()))?
+                    .map_err(|e| bad(format!("{e:#}")))?;
+                    let forget: Vec<_> = known.into_keys().map(|k| (k, None)).collect();
+                    self.clients
+                        .offsets_topic()
+                        .write(&self.clients, name, &forget)
+                        .await
+                        .map_err(|e| bad(format!("writing the offsets topic: {e:#}")))?;
+                }
                 self.offsets.reset(name).map_err(|e| bad(e.to_string()))?
             }
             (ConnectorType::Source, Some(entries)) => {
@@ -761,11 +834,18 @@ impl Worker {
                     };
                     changes.push((sluice_sdk::source_partition_key(partition), offset));
                 }
+                if self.source_uses_offsets_topic(&spec)? {
+                    self.clients
+                        .offsets_topic()
+                        .write(&self.clients, name, &changes)
+                        .await
+                        .map_err(|e| bad(format!("writing the offsets topic: {e:#}")))?;
+                }
                 self.offsets
                     .alter(name, changes)
                     .map_err(|e| bad(e.to_string()))?;
             }
-            (ConnectorType::Sink, entries) => {
+            (ConnectorType::Sink | ConnectorType::Stream, entries) => {
                 let topics = self.sink_topics(&spec)?;
                 let (clients, group) = (self.clients.clone(), task::sink::group_id(name));
                 let wanted: Vec<(String, i32, Option<i64>)> = match entries {
@@ -955,11 +1035,7 @@ impl Worker {
         }
         let v = &plan.validated;
         let configs: Vec<(u32, ConfigMap)> = if plan.all {
-            let configs = match &v.plugin {
-                Plugin::Source(p) => p.task_configs(&v.plugin_config, v.common.tasks_max),
-                Plugin::Sink(p) => p.task_configs(&v.plugin_config, v.common.tasks_max),
-            };
-            configs
+            v.task_configs()
                 .into_iter()
                 .enumerate()
                 .map(|(id, config)| (id as u32, config))
@@ -1124,8 +1200,19 @@ impl Worker {
             tracing::info!("task running");
             match plugin {
                 Plugin::Source(p) => {
-                    let source = p.create_task(&task_config, context, offsets.load(&name))?;
+                    let from_topic =
+                        task::source::uses_offsets_topic(env.common.delivery_guarantee, &offsets);
+                    let start =
+                        task::source::start_offsets(&env.clients, &offsets, &name, from_topic)
+                            .await?;
+                    let source = p.create_task(&task_config, context, start)?;
                     task::source::run(env, source, offsets, errors).await
+                }
+                Plugin::Stream => {
+                    let config =
+                        task::stream::StreamConfig::parse(&task_config, &env.common.topics)
+                            .map_err(|e| sluice_sdk::ConnectError::fatal(e.to_string()))?;
+                    task::stream::run(env, config, errors).await
                 }
                 Plugin::Sink(p) => {
                     let sink = p.create_task(&task_config, context)?;

@@ -16,6 +16,8 @@ use crate::record::{Header, Record};
 pub enum ConnectorType {
     Source,
     Sink,
+    /// Kafka to Kafka, built into the runtime (consume, transform, produce).
+    Stream,
 }
 
 impl ConnectorType {
@@ -23,6 +25,7 @@ impl ConnectorType {
         match self {
             ConnectorType::Source => "source",
             ConnectorType::Sink => "sink",
+            ConnectorType::Stream => "stream",
         }
     }
 }

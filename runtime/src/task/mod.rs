@@ -1,9 +1,11 @@
-//! The task loops: source (poll, transform, produce, commit offsets) and
-//! sink (consume, transform, put, flush, commit offsets). Both keep one
-//! invariant: an offset is committed only for records that were written.
+//! The task loops: source (poll, transform, produce, commit offsets), sink
+//! (consume, transform, put, flush, commit offsets) and stream (consume,
+//! transform, produce, commit offsets). All keep one invariant: an offset
+//! is committed only for records that were written.
 
 pub mod sink;
 pub mod source;
+pub mod stream;
 
 use std::sync::{Arc, Mutex};
 

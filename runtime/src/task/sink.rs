@@ -16,7 +16,7 @@ use crate::errors::{ErrorHandler, Failure, Stage};
 use crate::kafka::{ConsumerEvent, SafeConsumerContext, is_offset_out_of_range};
 use crate::metrics::LATENCY_HEADER;
 
-type SafeConsumer = StreamConsumer<SafeConsumerContext>;
+pub(crate) type SafeConsumer = StreamConsumer<SafeConsumerContext>;
 
 /// Kafka Connect's sink consumer group: `connect-<connector>`.
 pub fn group_id(connector: &str) -> String {
@@ -150,40 +150,7 @@ async fn run_loop(
             next.insert((r.topic.clone(), r.partition), r.offset + 1);
         }
 
-        // Converters: is each key and value what the connector says it is?
-        let mut inputs = Vec::with_capacity(batch.len());
-        for r in batch {
-            let checks = [
-                (
-                    Stage::KeyConverter,
-                    env.common.key_converter,
-                    r.key.as_deref(),
-                ),
-                (
-                    Stage::ValueConverter,
-                    env.common.value_converter,
-                    r.value.as_deref(),
-                ),
-            ];
-            let failed = checks.into_iter().find_map(|(stage, converter, bytes)| {
-                converter.check(bytes).err().map(|e| (stage, converter, e))
-            });
-            match failed {
-                None => inputs.push(r),
-                Some((stage, converter, e)) => {
-                    errors
-                        .give_up(Failure {
-                            record: Some(&r),
-                            stage,
-                            component: converter.class_name(),
-                            error: &e,
-                            attempts: 1,
-                        })
-                        .await?;
-                }
-            }
-        }
-
+        let inputs = check_converters(env, errors, batch).await?;
         let outputs = transform_all(env, errors, &inputs).await?;
         let written = outputs.len();
         // End-to-end latency of what is about to be written, observed once
@@ -271,6 +238,48 @@ async fn run_loop(
             return Ok(());
         }
     }
+}
+
+/// The converter stage: is each key and value what the connector says it
+/// is? Those that are not go to the error handler.
+pub(crate) async fn check_converters(
+    env: &TaskEnv,
+    errors: &ErrorHandler,
+    batch: Vec<Record>,
+) -> Result<Vec<Record>, ConnectError> {
+    let mut inputs = Vec::with_capacity(batch.len());
+    for r in batch {
+        let checks = [
+            (
+                Stage::KeyConverter,
+                env.common.key_converter,
+                r.key.as_deref(),
+            ),
+            (
+                Stage::ValueConverter,
+                env.common.value_converter,
+                r.value.as_deref(),
+            ),
+        ];
+        let failed = checks.into_iter().find_map(|(stage, converter, bytes)| {
+            converter.check(bytes).err().map(|e| (stage, converter, e))
+        });
+        match failed {
+            None => inputs.push(r),
+            Some((stage, converter, e)) => {
+                errors
+                    .give_up(Failure {
+                        record: Some(&r),
+                        stage,
+                        component: converter.class_name(),
+                        error: &e,
+                        attempts: 1,
+                    })
+                    .await?;
+            }
+        }
+    }
+    Ok(inputs)
 }
 
 /// Runs the chain; records that failed retriably are tried again within
@@ -393,7 +402,7 @@ async fn put_isolating(
 /// consumer keeps polling (so it stays in its group); a record from a
 /// partition assigned meanwhile is sought back and that partition paused
 /// too. Returns false if the task is being stopped.
-async fn pause_consumer(env: &mut TaskEnv, consumer: &Arc<SafeConsumer>) -> bool {
+pub(crate) async fn pause_consumer(env: &mut TaskEnv, consumer: &Arc<SafeConsumer>) -> bool {
     env.status.set(crate::task::State::Paused, None);
     tracing::info!("paused");
     if let Ok(assignment) = consumer.assignment() {
@@ -428,7 +437,7 @@ async fn pause_consumer(env: &mut TaskEnv, consumer: &Arc<SafeConsumer>) -> bool
 
 /// Up to `max_records`, waiting at most `max_wait` once the first arrives.
 /// Returns early (possibly empty) when the task is cancelled.
-async fn next_batch(
+pub(crate) async fn next_batch(
     env: &TaskEnv,
     consumer: &Arc<SafeConsumer>,
     max_records: usize,
@@ -668,7 +677,7 @@ async fn restore_positions(
 /// At-most-once: the offsets must be committed before anything is written;
 /// retried like any infrastructure failure, and the task fails (nothing
 /// written, nothing skipped) if the group never takes them.
-async fn commit_before_writing(
+pub(crate) async fn commit_before_writing(
     env: &TaskEnv,
     consumer: &Arc<SafeConsumer>,
     errors: &ErrorHandler,
@@ -708,7 +717,11 @@ async fn commit_offsets(
         .unwrap_or(Err(rdkafka::error::KafkaError::Canceled))
 }
 
-async fn commit(env: &TaskEnv, consumer: &Arc<SafeConsumer>, next: &BTreeMap<(String, i32), i64>) {
+pub(crate) async fn commit(
+    env: &TaskEnv,
+    consumer: &Arc<SafeConsumer>,
+    next: &BTreeMap<(String, i32), i64>,
+) {
     if let Err(e) = commit_offsets(consumer, next).await {
         // The records are written; without the commit they are read again
         // after a restart or rebalance, which the idempotent sink absorbs.
@@ -721,7 +734,7 @@ async fn commit(env: &TaskEnv, consumer: &Arc<SafeConsumer>, next: &BTreeMap<(St
     }
 }
 
-fn to_record(m: &BorrowedMessage<'_>) -> Record {
+pub(crate) fn to_record(m: &BorrowedMessage<'_>) -> Record {
     let headers = m
         .headers()
         .map(|hs| {

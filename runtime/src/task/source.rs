@@ -1,21 +1,60 @@
-//! The source loop: poll, transform, produce, wait for every delivery
-//! report, then commit the batch's source offsets.
+//! The source loop: poll, transform, produce, then commit the batch's
+//! source offsets.
+//!
+//! At least once: the offsets are written only after every record of the
+//! batch has a successful delivery report. At most once: before the records
+//! are produced. Exactly once: the records and the offsets (in the offsets
+//! topic) are written in one Kafka transaction per `transaction.boundary`.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Header as KafkaHeader, OwnedHeaders};
-use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
 use sluice_sdk::connector::source_partition_key;
-use sluice_sdk::{ConnectError, ErrorKind, Record, SourceTask};
+use sluice_sdk::{ConnectError, ErrorKind, Record, SourceOffsets, SourceTask};
 
 use super::TaskEnv;
 use super::sink::{infrastructure_exhausted, transform_all};
+use crate::config::{DeliveryGuarantee, TransactionBoundary};
 use crate::errors::{ErrorHandler, Failure, Stage};
+use crate::kafka::KafkaClients;
 use crate::metrics::LATENCY_HEADER;
-use crate::offsets::OffsetStore;
+use crate::offsets::{OffsetChange, OffsetStore};
+use crate::transaction::{TransactionalProducer, TxnFailure, transactional_id};
+
+/// Whether a source connector keeps its offsets in the offsets topic:
+/// always when exactly-once (they are written in its transactions), and
+/// unless the standalone worker has an offsets file.
+pub fn uses_offsets_topic(guarantee: DeliveryGuarantee, store: &OffsetStore) -> bool {
+    guarantee == DeliveryGuarantee::ExactlyOnce || !store.is_persistent()
+}
+
+/// Where a starting source task resumes: the offsets topic (committed
+/// records only) when the connector uses it, else the offsets file.
+pub async fn start_offsets(
+    clients: &KafkaClients,
+    store: &OffsetStore,
+    connector: &str,
+    from_topic: bool,
+) -> Result<SourceOffsets, ConnectError> {
+    if !from_topic {
+        return Ok(store.load(connector));
+    }
+    let (c, name) = (clients.clone(), connector.to_string());
+    let read = tokio::task::spawn_blocking(move || c.offsets_topic().read(&c, &name))
+        .await
+        .map_err(|e| ConnectError::fatal(format!("reading source offsets: {e}")))?
+        .map_err(|e| {
+            ConnectError::retriable(format!("reading the source offsets: {e:#}"))
+                .with_class("OffsetsUnavailable")
+        })?;
+    store
+        .replace(connector, read.clone())
+        .map_err(|e| ConnectError::fatal("keeping source offsets").with_source(e))?;
+    Ok(read)
+}
 
 pub async fn run(
     mut env: TaskEnv,
@@ -24,162 +63,544 @@ pub async fn run(
     errors: ErrorHandler,
 ) -> Result<(), ConnectError> {
     let client_id = format!("sluice-{}-{}", env.connector, env.task_id);
-    let producer = env
-        .clients
-        .producer(&client_id, &env.common.producer_overrides)
-        .map_err(|e| ConnectError::fatal("creating the Kafka producer").with_source(e))?;
-    let result = run_loop(&mut env, task.as_mut(), &producer, &offsets, &errors).await;
+    let result = if env.common.delivery_guarantee == DeliveryGuarantee::ExactlyOnce {
+        let id = transactional_id(env.clients.group_id(), &env.connector, env.task_id);
+        match TransactionalProducer::start(
+            &env.clients,
+            &client_id,
+            &id,
+            &env.common.producer_overrides,
+            &env.metrics,
+            &env.connector,
+            env.task_id,
+        )
+        .await
+        {
+            Ok(mut txn) => {
+                run_exactly_once(&mut env, task.as_mut(), &mut txn, &offsets, &errors).await
+            }
+            Err(e) => Err(e),
+        }
+    } else {
+        let producer = env
+            .clients
+            .producer(&client_id, &env.common.producer_overrides)
+            .map_err(|e| ConnectError::fatal("creating the Kafka producer").with_source(e))?;
+        let to_topic = uses_offsets_topic(env.common.delivery_guarantee, &offsets);
+        run_loop(
+            &mut env,
+            task.as_mut(),
+            &producer,
+            &offsets,
+            to_topic,
+            &errors,
+        )
+        .await
+    };
     task.stop().await;
     result
 }
 
+/// A polled and transformed batch.
+struct Polled {
+    inputs: Vec<Record>,
+    /// Each output with the index of its input.
+    outputs: Vec<(usize, Record)>,
+    /// The last offset of each source partition in the batch.
+    offsets: Vec<OffsetChange>,
+    started: Instant,
+}
+
+enum Next {
+    Batch(Polled),
+    /// Nothing this time (an empty poll, or a poll that failed on bad data).
+    Nothing,
+    /// The task is being stopped.
+    Stop,
+    /// The source has no more records: the task stays RUNNING, idle, as
+    /// Kafka Connect tasks do, until it is stopped.
+    Exhausted,
+}
+
+/// Polls once (retrying infrastructure failures) and transforms the batch.
+async fn poll_batch(
+    env: &mut TaskEnv,
+    task: &mut dyn SourceTask,
+    errors: &ErrorHandler,
+) -> Result<Next, ConnectError> {
+    let class = env.common.connector_class.clone();
+    let mut retrier = errors.retrier(Stage::TaskPoll, true);
+    let batch = loop {
+        let polled = tokio::select! {
+            biased;
+            _ = env.cancel.cancelled() => return Ok(Next::Stop),
+            polled = task.poll() => polled,
+        };
+        match polled {
+            Ok(Some(batch)) if batch.is_empty() => return Ok(Next::Nothing),
+            Ok(Some(batch)) => break batch,
+            Ok(None) => {
+                tracing::info!("source has no more records");
+                return Ok(Next::Exhausted);
+            }
+            Err(e) if e.kind == ErrorKind::Retriable && retrier.again(&e).await => continue,
+            Err(_) if env.cancel.is_cancelled() => return Ok(Next::Stop),
+            Err(e) if e.kind == ErrorKind::Retriable => {
+                return Err(infrastructure_exhausted(
+                    "polling the source",
+                    e,
+                    retrier.attempts(),
+                ));
+            }
+            Err(e) => {
+                // A poll that failed on bad data: no record to keep, but
+                // the failure is recorded like any other.
+                errors
+                    .give_up(Failure {
+                        record: None,
+                        stage: Stage::TaskPoll,
+                        component: &class,
+                        error: &e,
+                        attempts: 1,
+                    })
+                    .await?;
+                return Ok(Next::Nothing);
+            }
+        }
+    };
+    env.swap_chain_if_updated().await;
+    let started = Instant::now();
+    env.count("poll", "ok", batch.len());
+    env.observe_batch(batch.len());
+    let mut last: std::collections::HashMap<String, serde_json::Value> =
+        std::collections::HashMap::new();
+    for r in &batch {
+        last.insert(
+            source_partition_key(&r.source_partition),
+            r.source_offset.clone(),
+        );
+    }
+    let inputs: Vec<Record> = batch.iter().map(|r| r.to_record()).collect();
+    let mut outputs = transform_all(env, errors, &inputs).await?;
+    // Stamp the time the record entered the pipeline, unless a transform
+    // or the source already did, for end-to-end latency at the sinks.
+    let now = chrono::Utc::now().timestamp_millis().to_be_bytes().to_vec();
+    for (_, r) in &mut outputs {
+        if !r.has_header(LATENCY_HEADER) {
+            r.add_header(LATENCY_HEADER, Some(now.clone()));
+        }
+    }
+    env.note_topics(outputs.iter().map(|(_, r)| r.topic.as_str()));
+    Ok(Next::Batch(Polled {
+        inputs,
+        outputs,
+        offsets: last.into_iter().map(|(k, v)| (k, Some(v))).collect(),
+        started,
+    }))
+}
+
+fn observe_commit(env: &TaskEnv, started: Instant) {
+    let [c, t] = env.labels();
+    env.metrics
+        .batch_seconds
+        .with_label_values(&[c.as_str(), t.as_str()])
+        .observe(started.elapsed().as_secs_f64());
+}
+
+/// At-least-once and at-most-once.
 async fn run_loop(
     env: &mut TaskEnv,
     task: &mut dyn SourceTask,
     producer: &FutureProducer,
     offsets: &OffsetStore,
+    to_topic: bool,
     errors: &ErrorHandler,
 ) -> Result<(), ConnectError> {
-    let class = env.common.connector_class.clone();
+    let at_most_once = env.common.delivery_guarantee == DeliveryGuarantee::AtMostOnce;
     loop {
         if env.is_paused() && !env.wait_while_paused().await {
             return Ok(());
         }
-        let mut retrier = errors.retrier(Stage::TaskPoll, true);
-        let polled = loop {
-            let polled = tokio::select! {
-                biased;
-                _ = env.cancel.cancelled() => return Ok(()),
-                polled = task.poll() => polled,
+        let batch = match poll_batch(env, task, errors).await? {
+            Next::Stop => return Ok(()),
+            Next::Exhausted => {
+                env.cancel.cancelled().await;
+                return Ok(());
+            }
+            Next::Nothing => continue,
+            Next::Batch(b) => b,
+        };
+        if at_most_once {
+            // The offsets go first: a crash from here on loses the batch
+            // rather than repeating it.
+            if !write_offsets(env, producer, offsets, to_topic, errors, &batch.offsets).await? {
+                return Ok(());
+            }
+        }
+        let produced =
+            match produce_batch(env, producer, errors, &batch.inputs, batch.outputs).await? {
+                Some(n) => n,
+                None => return Ok(()),
             };
-            match polled {
-                Ok(p) => break Some(p),
-                Err(e) if e.kind == ErrorKind::Retriable && retrier.again(&e).await => continue,
-                Err(_) if env.cancel.is_cancelled() => return Ok(()),
-                Err(e) if e.kind == ErrorKind::Retriable => {
-                    return Err(infrastructure_exhausted(
-                        "polling the source",
-                        e,
-                        retrier.attempts(),
-                    ));
-                }
-                Err(e) => {
-                    // A poll that failed on bad data: no record to keep, but
-                    // the failure is recorded like any other.
+        env.count("produce", "ok", produced);
+        if !at_most_once {
+            // Every record of the batch is in Kafka or dead-lettered: its
+            // offsets may move.
+            if !write_offsets(env, producer, offsets, to_topic, errors, &batch.offsets).await? {
+                return Ok(());
+            }
+        }
+        task.commit().await?;
+        observe_commit(env, batch.started);
+    }
+}
+
+/// Produces the outputs: records Kafka refuses for what they are go to the
+/// error handler, other failures are retried as infrastructure. Returns how
+/// many were produced, or None if the task was stopped meanwhile.
+pub(crate) async fn produce_batch(
+    env: &TaskEnv,
+    producer: &FutureProducer,
+    errors: &ErrorHandler,
+    inputs: &[Record],
+    outputs: Vec<(usize, Record)>,
+) -> Result<Option<usize>, ConnectError> {
+    let mut pending = outputs;
+    let mut retrier = errors.retrier(Stage::KafkaProduce, true);
+    let mut produced = 0;
+    while !pending.is_empty() {
+        let records: Vec<Record> = pending.iter().map(|(_, r)| r.clone()).collect();
+        let results = produce_each(producer, &records).await;
+        let mut failed_retriably = Vec::new();
+        let mut last_error = None;
+        for ((origin, record), result) in pending.into_iter().zip(results) {
+            match result {
+                Ok(()) => produced += 1,
+                Err(e) if e.kind == ErrorKind::Data => {
                     errors
                         .give_up(Failure {
-                            record: None,
-                            stage: Stage::TaskPoll,
-                            component: &class,
+                            record: Some(&inputs[origin]),
+                            stage: Stage::KafkaProduce,
+                            component: "kafka-producer",
                             error: &e,
                             attempts: 1,
                         })
                         .await?;
-                    break None;
+                }
+                Err(e) if e.kind == ErrorKind::Fatal => return Err(e),
+                Err(e) => {
+                    failed_retriably.push((origin, record));
+                    last_error = Some(e);
                 }
             }
-        };
-        let batch = match polled {
-            None => continue,
-            Some(Some(batch)) if batch.is_empty() => continue,
-            Some(Some(batch)) => batch,
-            Some(None) => {
-                // The source is exhausted: stay RUNNING, idle, as Kafka
-                // Connect tasks do.
-                tracing::info!("source has no more records");
-                env.cancel.cancelled().await;
-                return Ok(());
-            }
-        };
-        env.swap_chain_if_updated().await;
-        let started = Instant::now();
-        env.count("poll", "ok", batch.len());
-        env.observe_batch(batch.len());
-
-        // The offset to commit per source partition: the last in the batch.
-        let mut updates: HashMap<String, serde_json::Value> = HashMap::new();
-        for r in &batch {
-            updates.insert(
-                source_partition_key(&r.source_partition),
-                r.source_offset.clone(),
-            );
         }
-        let inputs: Vec<Record> = batch.iter().map(|r| r.to_record()).collect();
-        let mut outputs = transform_all(env, errors, &inputs).await?;
-        // Stamp the time the record entered the pipeline, unless a transform
-        // or the source already did, for end-to-end latency at the sinks.
-        let now = chrono::Utc::now().timestamp_millis().to_be_bytes().to_vec();
-        for (_, r) in &mut outputs {
-            if !r.has_header(LATENCY_HEADER) {
-                r.add_header(LATENCY_HEADER, Some(now.clone()));
+        pending = failed_retriably;
+        if let Some(e) = last_error
+            && !retrier.again(&e).await
+        {
+            if env.cancel.is_cancelled() {
+                return Ok(None);
             }
+            return Err(infrastructure_exhausted(
+                "producing to Kafka",
+                e,
+                retrier.attempts(),
+            ));
         }
+    }
+    Ok(Some(produced))
+}
 
-        // Produce; records Kafka refuses for what they are go to the error
-        // handler, other failures are retried as infrastructure.
-        let mut pending = outputs;
+/// Makes a batch's offsets durable: in the offsets topic (acknowledged by
+/// Kafka) or the offsets file. Returns false if the task was stopped while
+/// Kafka was unavailable.
+async fn write_offsets(
+    env: &TaskEnv,
+    producer: &FutureProducer,
+    store: &OffsetStore,
+    to_topic: bool,
+    errors: &ErrorHandler,
+    changes: &[OffsetChange],
+) -> Result<bool, ConnectError> {
+    if to_topic {
+        let records = env.clients.offsets_topic().records(&env.connector, changes);
         let mut retrier = errors.retrier(Stage::KafkaProduce, true);
-        let mut produced = 0;
-        env.note_topics(pending.iter().map(|(_, r)| r.topic.as_str()));
-        while !pending.is_empty() {
-            let records: Vec<Record> = pending.iter().map(|(_, r)| r.clone()).collect();
-            let results = produce_each(producer, &records).await;
-            let mut failed_retriably = Vec::new();
-            let mut last_error = None;
-            for ((origin, record), result) in pending.into_iter().zip(results) {
-                match result {
-                    Ok(()) => produced += 1,
-                    Err(e) if e.kind == ErrorKind::Data => {
-                        errors
-                            .give_up(Failure {
-                                record: Some(&inputs[origin]),
-                                stage: Stage::KafkaProduce,
-                                component: "kafka-producer",
-                                error: &e,
-                                attempts: 1,
-                            })
-                            .await?;
-                    }
-                    Err(e) if e.kind == ErrorKind::Fatal => return Err(e),
-                    Err(e) => {
-                        failed_retriably.push((origin, record));
-                        last_error = Some(e);
-                    }
+        loop {
+            let failed = produce_each(producer, &records)
+                .await
+                .into_iter()
+                .find_map(Result::err);
+            match failed {
+                None => break,
+                Some(e) if retrier.again(&e).await => continue,
+                Some(_) if env.cancel.is_cancelled() => return Ok(false),
+                Some(e) => {
+                    return Err(infrastructure_exhausted(
+                        "writing source offsets to the offsets topic",
+                        e,
+                        retrier.attempts(),
+                    ));
                 }
-            }
-            pending = failed_retriably;
-            if let Some(e) = last_error
-                && !retrier.again(&e).await
-            {
-                if env.cancel.is_cancelled() {
-                    return Ok(());
-                }
-                return Err(infrastructure_exhausted(
-                    "producing to Kafka",
-                    e,
-                    retrier.attempts(),
-                ));
             }
         }
-        env.count("produce", "ok", produced);
+    }
+    let updates: SourceOffsets = changes
+        .iter()
+        .filter_map(|(k, v)| v.clone().map(|v| (k.clone(), v)))
+        .collect();
+    store
+        .commit(&env.connector, updates)
+        .map_err(|e| ConnectError::fatal("writing source offsets").with_source(e))?;
+    Ok(true)
+}
 
-        // Every record of the batch is in Kafka or dead-lettered: its
-        // offsets may move.
-        offsets
-            .commit(&env.connector, updates)
-            .map_err(|e| ConnectError::fatal("writing source offsets").with_source(e))?;
-        task.commit().await?;
-        let [c, t] = env.labels();
-        env.metrics
-            .batch_seconds
-            .with_label_values(&[c.as_str(), t.as_str()])
-            .observe(started.elapsed().as_secs_f64());
+/// The records and offsets of the open transaction, kept until it commits
+/// so that an aborted transaction can be redone.
+#[derive(Default)]
+struct OpenTransaction {
+    inputs: Vec<Record>,
+    outputs: Vec<(usize, Record)>,
+    deliveries: Vec<Result<DeliveryFuture, ConnectError>>,
+    offsets: std::collections::BTreeMap<String, Option<serde_json::Value>>,
+    opened: Option<Instant>,
+    first_batch: Option<Instant>,
+}
+
+impl OpenTransaction {
+    fn is_open(&self) -> bool {
+        self.opened.is_some()
+    }
+
+    async fn add(&mut self, producer: &FutureProducer, batch: Polled) {
+        let base = self.inputs.len();
+        self.inputs.extend(batch.inputs);
+        for (origin, record) in batch.outputs {
+            self.deliveries.push(enqueue(producer, &record).await);
+            self.outputs.push((base + origin, record));
+        }
+        self.offsets.extend(batch.offsets);
+        self.first_batch.get_or_insert(batch.started);
+    }
+
+    fn offset_changes(&self) -> Vec<OffsetChange> {
+        self.offsets
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    }
+}
+
+/// Exactly-once: records and their source offsets in one transaction per
+/// `transaction.boundary`. An aborted transaction is redone from the
+/// records kept in memory (the same as resuming from the last committed
+/// offsets, without polling the source again); a commit with an unknown
+/// outcome is settled by reading the offsets topic.
+async fn run_exactly_once(
+    env: &mut TaskEnv,
+    task: &mut dyn SourceTask,
+    txn: &mut TransactionalProducer,
+    offsets: &OffsetStore,
+    errors: &ErrorHandler,
+) -> Result<(), ConnectError> {
+    let interval = match env.common.transaction_boundary {
+        TransactionBoundary::Interval => Some(
+            env.common
+                .transaction_boundary_interval_ms
+                .map(Duration::from_millis)
+                .unwrap_or_else(|| env.clients.offset_flush_interval()),
+        ),
+        TransactionBoundary::Poll | TransactionBoundary::Connector => None,
+    };
+    let mut open = OpenTransaction::default();
+    let mut exhausted = false;
+    loop {
+        let due = open.opened.is_some_and(|t| match interval {
+            None => true,
+            Some(i) => t.elapsed() >= i,
+        });
+        let stopping = env.cancel.is_cancelled() || env.is_paused() || exhausted;
+        if open.is_open() && (due || stopping) {
+            match commit_open(env, task, txn, offsets, errors, &mut open).await {
+                Ok(()) => {}
+                Err(_) if env.cancel.is_cancelled() => return Ok(()),
+                Err(e) => return Err(e),
+            }
+        }
+        if exhausted {
+            env.cancel.cancelled().await;
+            return Ok(());
+        }
+        if env.is_paused() && !env.wait_while_paused().await {
+            return Ok(());
+        }
+        let batch = match poll_batch(env, task, errors).await? {
+            Next::Stop if open.is_open() => continue,
+            Next::Stop => return Ok(()),
+            Next::Exhausted => {
+                exhausted = true;
+                continue;
+            }
+            Next::Nothing => continue,
+            Next::Batch(b) => b,
+        };
+        if !open.is_open() {
+            txn.begin().map_err(TxnFailure::into_error)?;
+            open.opened = Some(Instant::now());
+        }
+        open.add(txn.producer(), batch).await;
+    }
+}
+
+/// Commits the open transaction: waits for the records' delivery, adds the
+/// offsets, commits. Dead-letters what Kafka refuses for what it is,
+/// redoes the transaction after an abort (within the infrastructure retry
+/// budget), and fails the task when fenced.
+async fn commit_open(
+    env: &TaskEnv,
+    task: &mut dyn SourceTask,
+    txn: &mut TransactionalProducer,
+    offsets: &OffsetStore,
+    errors: &ErrorHandler,
+    open: &mut OpenTransaction,
+) -> Result<(), ConnectError> {
+    let changes = open.offset_changes();
+    let offset_records = env
+        .clients
+        .offsets_topic()
+        .records(&env.connector, &changes);
+    let mut retrier = errors.retrier(Stage::KafkaProduce, true);
+    loop {
+        let outcome = attempt_commit(env, txn, errors, open, &offset_records).await?;
+        let failure = match outcome {
+            Ok(()) => break,
+            Err(TxnFailure::Fatal(e)) => return Err(e),
+            Err(TxnFailure::Ambiguous(e)) => {
+                if committed_in_topic(env, &changes).await {
+                    tracing::info!("the offsets topic shows the transaction committed");
+                    break;
+                }
+                e
+            }
+            Err(TxnFailure::Aborted(e)) => e,
+        };
+        if !retrier.again(&failure).await {
+            return Err(infrastructure_exhausted(
+                "committing the source transaction",
+                failure,
+                retrier.attempts(),
+            ));
+        }
+        // Redo: the same records (those dead-lettered aside) in a new
+        // transaction.
+        txn.begin().map_err(TxnFailure::into_error)?;
+        open.deliveries.clear();
+        for (_, record) in &open.outputs {
+            open.deliveries.push(enqueue(txn.producer(), record).await);
+        }
+    }
+    env.count("produce", "ok", open.outputs.len());
+    let updates: SourceOffsets = changes
+        .into_iter()
+        .filter_map(|(k, v)| v.map(|v| (k, v)))
+        .collect();
+    offsets
+        .commit(&env.connector, updates)
+        .map_err(|e| ConnectError::fatal("keeping source offsets").with_source(e))?;
+    task.commit().await?;
+    if let Some(started) = open.first_batch {
+        observe_commit(env, started);
+    }
+    *open = OpenTransaction::default();
+    Ok(())
+}
+
+/// One try at committing the open transaction. The outer error fails the
+/// task (the error handler refused a dead letter); the inner one says how
+/// the transaction ended.
+async fn attempt_commit(
+    env: &TaskEnv,
+    txn: &mut TransactionalProducer,
+    errors: &ErrorHandler,
+    open: &mut OpenTransaction,
+    offset_records: &[Record],
+) -> Result<Result<(), TxnFailure>, ConnectError> {
+    let deliveries = std::mem::take(&mut open.deliveries);
+    let mut cause = None;
+    let mut refused = std::collections::BTreeSet::new();
+    for (i, delivery) in deliveries.into_iter().enumerate() {
+        let result = await_delivery(&open.outputs[i].1.topic, delivery).await;
+        match result {
+            Ok(()) => {}
+            Err(e) if e.kind == ErrorKind::Data => {
+                errors
+                    .give_up(Failure {
+                        record: Some(&open.inputs[open.outputs[i].0]),
+                        stage: Stage::KafkaProduce,
+                        component: "kafka-producer",
+                        error: &e,
+                        attempts: 1,
+                    })
+                    .await?;
+                refused.insert(i);
+                cause.get_or_insert(e);
+            }
+            Err(e) => {
+                cause.get_or_insert(e);
+            }
+        }
+    }
+    if !refused.is_empty() {
+        let mut i = 0;
+        open.outputs.retain(|_| {
+            i += 1;
+            !refused.contains(&(i - 1))
+        });
+    }
+    if let Some(fatal) = txn.fatal_state() {
+        return Ok(Err(TxnFailure::Fatal(fatal)));
+    }
+    if let Some(cause) = cause {
+        // Any failed delivery leaves the transaction abortable.
+        return Ok(Err(txn.abort(cause).await));
+    }
+    let offsets_written = produce_each(txn.producer(), offset_records)
+        .await
+        .into_iter()
+        .find_map(Result::err);
+    if let Some(e) = offsets_written {
+        if let Some(fatal) = txn.fatal_state() {
+            return Ok(Err(TxnFailure::Fatal(fatal)));
+        }
+        let cause = ConnectError::retriable(format!(
+            "writing source offsets to `{}`",
+            env.clients.offsets_topic().name
+        ))
+        .with_source(e);
+        return Ok(Err(txn.abort(cause).await));
+    }
+    Ok(txn.commit().await)
+}
+
+/// After a commit with an unknown outcome: do the committed records of the
+/// offsets topic hold this transaction's offsets?
+async fn committed_in_topic(env: &TaskEnv, changes: &[OffsetChange]) -> bool {
+    let (clients, connector) = (env.clients.clone(), env.connector.to_string());
+    let read =
+        tokio::task::spawn_blocking(move || clients.offsets_topic().read(&clients, &connector))
+            .await;
+    match read {
+        Ok(Ok(stored)) => changes.iter().all(|(k, v)| stored.get(k) == v.as_ref()),
+        Ok(Err(e)) => {
+            tracing::warn!(error = %format!("{e:#}"), "could not read the offsets topic; redoing the transaction");
+            false
+        }
+        Err(_) => false,
     }
 }
 
 /// Enqueues every record in order, waits for every delivery report, and
 /// returns one result per record.
-pub(crate) async fn produce_each(
+pub async fn produce_each(
     producer: &FutureProducer,
     records: &[Record],
 ) -> Vec<Result<(), ConnectError>> {
@@ -189,24 +610,31 @@ pub(crate) async fn produce_each(
     }
     let mut results = Vec::with_capacity(records.len());
     for (r, delivery) in records.iter().zip(deliveries) {
-        results.push(match delivery {
-            Err(e) => Err(e),
-            Ok(future) => match future.await {
-                Ok(Ok(_)) => Ok(()),
-                Ok(Err((e, _))) => Err(produce_error(&r.topic, e)),
-                Err(_canceled) => Err(ConnectError::retriable(
-                    "the producer was dropped before delivering",
-                )),
-            },
-        });
+        results.push(await_delivery(&r.topic, delivery).await);
     }
     results
 }
 
-async fn enqueue(
+pub(crate) async fn await_delivery(
+    topic: &str,
+    delivery: Result<DeliveryFuture, ConnectError>,
+) -> Result<(), ConnectError> {
+    match delivery {
+        Err(e) => Err(e),
+        Ok(future) => match future.await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err((e, _))) => Err(produce_error(topic, e)),
+            Err(_canceled) => Err(ConnectError::retriable(
+                "the producer was dropped before delivering",
+            )),
+        },
+    }
+}
+
+pub(crate) async fn enqueue(
     producer: &FutureProducer,
     r: &Record,
-) -> Result<rdkafka::producer::DeliveryFuture, ConnectError> {
+) -> Result<DeliveryFuture, ConnectError> {
     let mut headers = OwnedHeaders::new_with_capacity(r.headers.len());
     for h in &r.headers {
         headers = headers.insert(KafkaHeader {

@@ -1,0 +1,425 @@
+//! The stream loop (Kafka to Kafka): consume a batch, transform, produce to
+//! `output.topic`, commit the consumed offsets.
+//!
+//! Exactly once: the produced records and the consumed offsets go into one
+//! Kafka transaction (`send_offsets_to_transaction` with the consumer's
+//! group metadata), so the offsets move if and only if the output is
+//! visible. A failed transaction is aborted and the consumer rewound to the
+//! start of the batch, which is read again.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rdkafka::consumer::Consumer;
+use rdkafka::{Offset, TopicPartitionList};
+use serde::Deserialize;
+use sluice_sdk::{
+    ConfigError, ConfigMap, ConnectError, ConnectorType, ErrorKind, PluginInfo, Record,
+};
+
+use super::TaskEnv;
+use super::sink::{
+    SafeConsumer, check_converters, commit, commit_before_writing, group_id,
+    infrastructure_exhausted, next_batch, pause_consumer, transform_all,
+};
+use super::source::{await_delivery, enqueue, produce_batch};
+use crate::config::DeliveryGuarantee;
+use crate::errors::{ErrorHandler, Failure, Stage};
+use crate::kafka::SafeConsumerContext;
+use crate::transaction::{TransactionalProducer, TxnFailure, transactional_id};
+
+/// The built-in stream connector's own keys.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StreamConfig {
+    /// Where each record goes; `${topic}` is the record's topic after the
+    /// transforms (its input topic unless a transform routed it).
+    #[serde(rename = "output.topic")]
+    output_topic: String,
+}
+
+impl StreamConfig {
+    pub fn parse(config: &ConfigMap, inputs: &[String]) -> Result<Self, ConfigError> {
+        let cfg: Self = sluice_sdk::config::from_string_map(config)?;
+        if cfg.output_topic.trim().is_empty() {
+            return Err(ConfigError::new("output.topic", "must name a topic"));
+        }
+        for input in inputs {
+            if cfg.route(input) == *input {
+                return Err(ConfigError::new(
+                    "output.topic",
+                    format!(
+                        "`{}` writes records of `{input}` back to `{input}`, a loop; name another topic (e.g. `${{topic}}.out`)",
+                        cfg.output_topic
+                    ),
+                ));
+            }
+        }
+        Ok(cfg)
+    }
+
+    /// The output topic of a record whose topic (after transforms) is `topic`.
+    pub fn route(&self, topic: &str) -> String {
+        self.output_topic.replace("${topic}", topic)
+    }
+}
+
+pub struct StreamConnector;
+
+impl StreamConnector {
+    pub fn info() -> PluginInfo {
+        PluginInfo {
+            class: "stream",
+            aliases: &["sluice.Stream", "io.sluice.StreamConnector"],
+            kind: ConnectorType::Stream,
+            version: env!("CARGO_PKG_VERSION"),
+            description: "Kafka to Kafka: consumes `topics`, transforms, produces to `output.topic`; exactly-once with Kafka transactions",
+        }
+    }
+
+    pub fn config_definition() -> serde_json::Value {
+        serde_json::json!([
+            {"name": "output.topic", "type": "STRING", "required": true, "default_value": null,
+             "documentation": "Topic to produce to; ${topic} stands for the record's topic after the transforms"},
+        ])
+    }
+
+    /// Every task gets the same config: they share the consumer group.
+    pub fn task_configs(config: &ConfigMap, tasks_max: u32) -> Vec<ConfigMap> {
+        (0..tasks_max).map(|_| config.clone()).collect()
+    }
+}
+
+pub async fn run(
+    mut env: TaskEnv,
+    config: StreamConfig,
+    errors: ErrorHandler,
+) -> Result<(), ConnectError> {
+    let (events_tx, mut events_rx) = tokio::sync::mpsc::unbounded_channel();
+    let context = SafeConsumerContext::new(
+        events_tx,
+        env.connector.clone(),
+        env.task_id,
+        env.metrics.clone(),
+    );
+    let client_id = format!("sluice-{}-{}", env.connector, env.task_id);
+    let consumer = Arc::new(
+        env.clients
+            .consumer(
+                &group_id(&env.connector),
+                &client_id,
+                context,
+                &env.common.consumer_overrides,
+            )
+            .map_err(|e| ConnectError::fatal("creating the Kafka consumer").with_source(e))?,
+    );
+    let mut output = match env.common.delivery_guarantee {
+        DeliveryGuarantee::ExactlyOnce => {
+            let id = transactional_id(env.clients.group_id(), &env.connector, env.task_id);
+            Output::Transactional(Box::new(
+                TransactionalProducer::start(
+                    &env.clients,
+                    &client_id,
+                    &id,
+                    &env.common.producer_overrides,
+                    &env.metrics,
+                    &env.connector,
+                    env.task_id,
+                )
+                .await?,
+            ))
+        }
+        _ => Output::Plain(
+            env.clients
+                .producer(&client_id, &env.common.producer_overrides)
+                .map_err(|e| ConnectError::fatal("creating the Kafka producer").with_source(e))?,
+        ),
+    };
+    let topics: Vec<&str> = env.common.topics.iter().map(String::as_str).collect();
+    consumer
+        .subscribe(&topics)
+        .map_err(|e| ConnectError::fatal(format!("subscribing to {topics:?}")).with_source(e))?;
+    let result = run_loop(
+        &mut env,
+        &config,
+        &consumer,
+        &mut output,
+        &mut events_rx,
+        &errors,
+    )
+    .await;
+    let leaving = consumer.clone();
+    let _ = tokio::task::spawn_blocking(move || leaving.unsubscribe()).await;
+    result
+}
+
+enum Output {
+    Plain(rdkafka::producer::FutureProducer),
+    Transactional(Box<TransactionalProducer>),
+}
+
+async fn run_loop(
+    env: &mut TaskEnv,
+    config: &StreamConfig,
+    consumer: &Arc<SafeConsumer>,
+    output: &mut Output,
+    events: &mut tokio::sync::mpsc::UnboundedReceiver<crate::kafka::ConsumerEvent>,
+    errors: &ErrorHandler,
+) -> Result<(), ConnectError> {
+    let max_records = env.common.batch_max_records;
+    let max_wait = Duration::from_millis(env.common.batch_max_ms);
+    // Records dead-lettered inside a transaction that was then aborted:
+    // read again after the rewind, they are not dead-lettered twice.
+    let mut dead_lettered: BTreeSet<(String, i32, i64)> = BTreeSet::new();
+    // Consecutive aborted transactions share one retry budget.
+    let mut abort_retrier = None;
+    loop {
+        while let Ok(event) = events.try_recv() {
+            tracing::debug!(?event, "rebalance");
+        }
+        if env.is_paused() && !pause_consumer(env, consumer).await {
+            return Ok(());
+        }
+        let batch = next_batch(env, consumer, max_records, max_wait).await?;
+        if batch.is_empty() {
+            if env.cancel.is_cancelled() {
+                return Ok(());
+            }
+            continue;
+        }
+        env.swap_chain_if_updated().await;
+        let started = Instant::now();
+        env.count("consume", "ok", batch.len());
+        env.observe_batch(batch.len());
+        env.note_topics(batch.iter().map(|r| r.topic.as_str()));
+        // Where each partition's batch starts (to rewind to) and the next
+        // offset to read (to commit).
+        let mut first: BTreeMap<(String, i32), i64> = BTreeMap::new();
+        let mut next: BTreeMap<(String, i32), i64> = BTreeMap::new();
+        for r in &batch {
+            first
+                .entry((r.topic.clone(), r.partition))
+                .or_insert(r.offset);
+            next.insert((r.topic.clone(), r.partition), r.offset + 1);
+        }
+        let inputs = check_converters(env, errors, batch).await?;
+        let mut outputs = transform_all(env, errors, &inputs).await?;
+        for (_, r) in &mut outputs {
+            r.topic = config.route(&r.topic);
+            r.partition = -1;
+            r.offset = -1;
+        }
+        env.note_topics(outputs.iter().map(|(_, r)| r.topic.as_str()));
+        let produced = match output {
+            Output::Plain(producer) => {
+                if env.common.delivery_guarantee == DeliveryGuarantee::AtMostOnce {
+                    commit_before_writing(env, consumer, errors, &next).await?;
+                }
+                let Some(n) = produce_batch(env, producer, errors, &inputs, outputs).await? else {
+                    return Ok(());
+                };
+                if env.common.delivery_guarantee == DeliveryGuarantee::AtLeastOnce {
+                    commit(env, consumer, &next).await;
+                }
+                n
+            }
+            Output::Transactional(txn) => {
+                match transact(
+                    consumer,
+                    txn,
+                    errors,
+                    &inputs,
+                    outputs,
+                    &next,
+                    &mut dead_lettered,
+                )
+                .await
+                {
+                    Ok(Ok(n)) => {
+                        abort_retrier = None;
+                        // The transaction committed the offsets; the
+                        // embedded broker does not store offsets sent in a
+                        // transaction, so they are also committed plainly
+                        // (the same offsets, harmless on a real cluster).
+                        commit(env, consumer, &next).await;
+                        dead_lettered
+                            .retain(|(t, p, o)| next.get(&(t.clone(), *p)).is_none_or(|n| o >= n));
+                        n
+                    }
+                    Ok(Err(Redo {
+                        cause,
+                        settled_by_broker,
+                    })) => {
+                        let retrier = abort_retrier
+                            .get_or_insert_with(|| errors.retrier(Stage::KafkaProduce, true));
+                        if !retrier.again(&cause).await {
+                            if env.cancel.is_cancelled() {
+                                return Ok(());
+                            }
+                            return Err(infrastructure_exhausted(
+                                "committing the stream's transaction",
+                                cause,
+                                retrier.attempts(),
+                            ));
+                        }
+                        rewind(consumer, &first, settled_by_broker).await?;
+                        continue;
+                    }
+                    Err(_) if env.cancel.is_cancelled() => return Ok(()),
+                    Err(e) => return Err(e),
+                }
+            }
+        };
+        env.count("produce", "ok", produced);
+        let [c, t] = env.labels();
+        env.metrics
+            .batch_seconds
+            .with_label_values(&[c.as_str(), t.as_str()])
+            .observe(started.elapsed().as_secs_f64());
+        if env.cancel.is_cancelled() {
+            return Ok(());
+        }
+    }
+}
+
+/// A transaction that did not commit.
+struct Redo {
+    cause: ConnectError,
+    /// The outcome was unknown: resume from the group's committed offsets
+    /// rather than the start of the batch.
+    settled_by_broker: bool,
+}
+
+/// One transaction for the batch: produce, add the consumed offsets,
+/// commit. Returns how many records were produced, or why the transaction
+/// did not commit (the caller rewinds and reads the batch again).
+#[allow(clippy::too_many_arguments)]
+async fn transact(
+    consumer: &Arc<SafeConsumer>,
+    txn: &mut TransactionalProducer,
+    errors: &ErrorHandler,
+    inputs: &[Record],
+    outputs: Vec<(usize, Record)>,
+    next: &BTreeMap<(String, i32), i64>,
+    dead_lettered: &mut BTreeSet<(String, i32, i64)>,
+) -> Result<Result<usize, Redo>, ConnectError> {
+    let origin_id = |i: usize| -> (String, i32, i64) {
+        (
+            inputs[i].topic.clone(),
+            inputs[i].partition,
+            inputs[i].offset,
+        )
+    };
+    let outputs: Vec<(usize, Record)> = outputs
+        .into_iter()
+        .filter(|(i, _)| !dead_lettered.contains(&origin_id(*i)))
+        .collect();
+    txn.begin().map_err(TxnFailure::into_error)?;
+    let mut deliveries = Vec::with_capacity(outputs.len());
+    for (_, r) in &outputs {
+        deliveries.push(enqueue(txn.producer(), r).await);
+    }
+    let mut cause = None;
+    for ((origin, r), delivery) in outputs.iter().zip(deliveries) {
+        match await_delivery(&r.topic, delivery).await {
+            Ok(()) => {}
+            Err(e) if e.kind == ErrorKind::Data => {
+                errors
+                    .give_up(Failure {
+                        record: Some(&inputs[*origin]),
+                        stage: Stage::KafkaProduce,
+                        component: "kafka-producer",
+                        error: &e,
+                        attempts: 1,
+                    })
+                    .await?;
+                dead_lettered.insert(origin_id(*origin));
+                cause.get_or_insert(e);
+            }
+            Err(e) => {
+                cause.get_or_insert(e);
+            }
+        }
+    }
+    let outcome = if let Some(fatal) = txn.fatal_state() {
+        Err(TxnFailure::Fatal(fatal))
+    } else if let Some(cause) = cause {
+        Err(txn.abort(cause).await)
+    } else {
+        match consumer.group_metadata() {
+            None => Err(txn
+                .abort(ConnectError::retriable(
+                    "the consumer has no group metadata yet",
+                ))
+                .await),
+            Some(group) => {
+                let mut tpl = TopicPartitionList::with_capacity(next.len());
+                for ((topic, partition), offset) in next {
+                    let _ = tpl.add_partition_offset(topic, *partition, Offset::Offset(*offset));
+                }
+                match txn.send_offsets(tpl, group).await {
+                    Ok(()) => txn.commit().await,
+                    Err(failure) => Err(failure),
+                }
+            }
+        }
+    };
+    match outcome {
+        Ok(()) => Ok(Ok(outputs.len())),
+        Err(TxnFailure::Fatal(e)) => Err(e),
+        Err(TxnFailure::Aborted(e)) => Ok(Err(Redo {
+            cause: e,
+            settled_by_broker: false,
+        })),
+        // The new producer made the broker commit or abort it: the group's
+        // committed offsets say which.
+        Err(TxnFailure::Ambiguous(e)) => Ok(Err(Redo {
+            cause: e,
+            settled_by_broker: true,
+        })),
+    }
+}
+
+/// Moves each partition of the batch back to where the batch started (or,
+/// `to_committed`, to the group's committed offset), so the next poll
+/// reads it again. A partition revoked meanwhile is skipped: its new owner
+/// starts from the committed offset.
+async fn rewind(
+    consumer: &Arc<SafeConsumer>,
+    first: &BTreeMap<(String, i32), i64>,
+    to_committed: bool,
+) -> Result<(), ConnectError> {
+    let consumer = consumer.clone();
+    let first = first.clone();
+    tokio::task::spawn_blocking(move || {
+        let owned = consumer.assignment().unwrap_or_default();
+        let mut tpl = TopicPartitionList::new();
+        for ((topic, partition), offset) in &first {
+            if owned.find_partition(topic, *partition).is_some() {
+                let _ = tpl.add_partition_offset(topic, *partition, Offset::Offset(*offset));
+            }
+        }
+        if to_committed && tpl.count() > 0 {
+            let committed = consumer.committed_offsets(tpl.clone(), Duration::from_secs(30))?;
+            for e in committed.elements() {
+                if let Offset::Offset(o) = e.offset() {
+                    let _ = tpl.set_partition_offset(e.topic(), e.partition(), Offset::Offset(o));
+                }
+            }
+        }
+        if tpl.count() == 0 {
+            return Ok(());
+        }
+        let done = consumer.seek_partitions(tpl, Duration::from_secs(30))?;
+        match done.elements().iter().find_map(|e| e.error().err()) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    })
+    .await
+    .map_err(|e| ConnectError::fatal(format!("rewinding thread failed: {e}")))?
+    .map_err(|e| {
+        ConnectError::fatal("rewinding the consumer after an aborted transaction").with_source(e)
+    })
+}

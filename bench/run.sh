@@ -4,6 +4,7 @@
 #   bench/run.sh jdbc       Kafka -> PostgreSQL upsert vs COPY and a Python loop
 #   bench/run.sh transform  the WASM transform boundary
 #   bench/run.sh languages  the reference transform in every language
+#   bench/run.sh guarantees each delivery guarantee by batch size
 # Installs what it needs first (scripts/setup.sh, a Python venv with the
 # baselines' packages in $SLUICE_BENCH_VENV) and starts PostgreSQL.
 set -euo pipefail
@@ -21,6 +22,11 @@ if [[ "$which" == all || "$which" == jdbc ]]; then
   eval "$(scripts/postgres.sh start)"
   export SLUICE_BENCH_POSTGRES_URL="$SLUICE_TEST_POSTGRES_URL"
   cargo bench --locked -p sluice-runtime --bench jdbc_sink
+fi
+if [[ "$which" == all || "$which" == guarantees ]]; then
+  eval "$(scripts/postgres.sh start)"
+  export SLUICE_BENCH_POSTGRES_URL="$SLUICE_TEST_POSTGRES_URL"
+  cargo bench --locked -p sluice-runtime --bench guarantees
 fi
 if [[ "$which" == all || "$which" == transform ]]; then
   cargo bench --locked -p sluice-runtime --bench transform

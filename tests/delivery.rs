@@ -491,3 +491,23 @@ async fn at_least_once_stream_and_config_errors() {
         assert!(err.to_string().contains(says), "{err}");
     }
 }
+
+/// `examples/quickstart/stream.json` as shipped.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_shipped_stream_example_runs() {
+    let env = InProcess::start();
+    let path = fixtures::repo_root().join("examples/quickstart/stream.json");
+    let example: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let input = example["config"]["topics"].as_str().unwrap().to_string();
+    produce_inputs(&env, &input, 30).await;
+    env.create(example).await;
+    let out = eventually(Duration::from_secs(90), "the enriched records", || async {
+        let out = fixtures::read_topic(env.broker.bootstrap_servers(), "orders.enriched");
+        (out.len() == 30).then_some(out)
+    })
+    .await;
+    for m in out {
+        let v: Value = serde_json::from_slice(m.payload().unwrap()).unwrap();
+        assert_eq!(v["enriched_by"], "sluice", "{v}");
+    }
+}

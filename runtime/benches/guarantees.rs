@@ -1,0 +1,226 @@
+//! What each delivery guarantee costs, by batch size: throughput of the
+//! three task kinds at at-most-once, at-least-once and exactly-once, with
+//! batches of 10, 100, 1000 and 10000 records, as ratios to at-least-once
+//! at the same batch size, all in one run on one broker and database.
+//!
+//! - source: datagen -> Kafka (`batch.size` records per poll; exactly-once
+//!   commits a transaction per poll);
+//! - stream: Kafka -> Kafka (`batch.max.records`; exactly-once sends the
+//!   consumed offsets in each batch's transaction);
+//! - sink: Kafka -> PostgreSQL upsert (`batch.max.records`; exactly-once
+//!   writes the offsets in each batch's database transaction).
+//!
+//!     bench/run.sh guarantees     (starts PostgreSQL)
+//!
+//! The embedded broker accepts the transactional API but keeps no
+//! transaction markers, so a real cluster's exactly-once costs a little
+//! more (its markers are written and fsynced) than measured here.
+//!
+//! Environment: SLUICE_BENCH_POSTGRES_URL (required),
+//! SLUICE_BENCH_GUARANTEE_RECORDS (default 100000; a run with batches of B
+//! records processes at most 1000 B of them).
+
+use std::time::{Duration, Instant};
+
+use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
+use sluice_runtime::config::{ConnectorSpec, WorkerConfig};
+use sluice_runtime::kafka::{EmbeddedBroker, KafkaClients};
+use sluice_runtime::metrics::Metrics;
+use sluice_runtime::offsets::OffsetStore;
+use sluice_runtime::worker::{Worker, WorkerOptions};
+use sqlx::Connection;
+
+mod common;
+use common::order_json;
+
+/// Spread over partitions: the embedded broker keeps about 5 MiB each.
+const PARTITIONS: i32 = 32;
+const BATCHES: [usize; 4] = [10, 100, 1000, 10000];
+const GUARANTEES: [&str; 3] = ["at-most-once", "at-least-once", "exactly-once"];
+
+async fn produce(bootstrap: &str, topic: &str, n: usize) {
+    let producer: FutureProducer = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("linger.ms", "20")
+        .set("queue.buffering.max.messages", "1000000")
+        .create()
+        .unwrap();
+    let mut pending = Vec::with_capacity(n);
+    for i in 0..n {
+        let (key, value) = (i.to_string(), order_json(i));
+        let record = FutureRecord::to(topic)
+            .key(&key)
+            .payload(&value)
+            .partition((i % PARTITIONS as usize) as i32);
+        pending.push(producer.send_result(record).map_err(|(e, _)| e).unwrap());
+    }
+    for d in pending {
+        d.await.unwrap().map_err(|(e, _)| e).unwrap();
+    }
+    producer.flush(Duration::from_secs(30)).unwrap();
+}
+
+async fn exec(url: &str, sql: &str) {
+    let mut c = sqlx::PgConnection::connect(url).await.unwrap();
+    sqlx::raw_sql(sql).execute(&mut c).await.unwrap();
+}
+
+/// Records a connector's tasks counted at `stage` (ok).
+fn counted(worker: &Worker, connector: &str, stage: &str) -> u64 {
+    let prefix =
+        format!("sluice_records_total{{connector=\"{connector}\",outcome=\"ok\",stage=\"{stage}\"");
+    worker
+        .metrics()
+        .render()
+        .lines()
+        .filter(|l| l.starts_with(&prefix))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum()
+}
+
+/// Creates the connector, waits until `n` records passed `stage`, returns
+/// records/s from the first record counted (joining the consumer group
+/// and starting the producer are not what is measured).
+async fn run(worker: &Worker, config: serde_json::Value, stage: &str, n: usize) -> f64 {
+    let name = config["name"].as_str().unwrap().to_string();
+    let spec = ConnectorSpec::from_json(&config).unwrap();
+    let started = Instant::now();
+    worker.create(&spec).await.unwrap();
+    let mut first: Option<(Instant, u64)> = None;
+    loop {
+        let done = counted(worker, &name, stage);
+        if done > 0 && first.is_none() {
+            first = Some((Instant::now(), done));
+        }
+        if done >= n as u64 {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(1200),
+            "{name} did not finish"
+        );
+        if let Some(status) = worker.status(&name).await
+            && let Some((_, t)) = status.tasks.iter().find(|(_, t)| t.trace.is_some())
+        {
+            panic!("{name} failed: {}", t.trace.clone().unwrap());
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (t0, c0) = first.expect("counted");
+    let rate = (n as u64 - c0) as f64 / t0.elapsed().as_secs_f64().max(1e-6);
+    worker.stop_connector(&name).await;
+    rate
+}
+
+fn main() {
+    let url = std::env::var("SLUICE_BENCH_POSTGRES_URL")
+        .expect("SLUICE_BENCH_POSTGRES_URL: run through bench/run.sh, which starts PostgreSQL");
+    let n: usize = std::env::var("SLUICE_BENCH_GUARANTEE_RECORDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let broker = EmbeddedBroker::start().unwrap();
+        let bootstrap = broker.bootstrap_servers().to_string();
+        broker.create_topic("bench-input", PARTITIONS).await.unwrap();
+        eprintln!("producing {n} input records...");
+        produce(&bootstrap, "bench-input", n).await;
+        let config = WorkerConfig::from_map(&Default::default()).unwrap();
+        let worker = Worker::new(WorkerOptions {
+            id: "bench".into(),
+            wasm_cache_dir: None,
+            providers: Default::default(),
+            config_store: None,
+            plugin_path: Vec::new(),
+            transforms_library: None,
+            clients: KafkaClients::new(&config, bootstrap.clone(), Some(broker.clone())),
+            offsets: OffsetStore::open(None).unwrap(),
+            default_partitions: PARTITIONS,
+            shutdown_timeout: Duration::from_secs(5),
+            metrics: Metrics::new(),
+        })
+        .unwrap();
+        exec(
+            &url,
+            &sluice_connector_jdbc::Dialect::Postgres.create_offsets_table("sluice_offsets"),
+        )
+        .await;
+        // Offsets a previous run stored would point past this run's input.
+        exec(&url, "DELETE FROM sluice_offsets").await;
+
+        // rates[kind][batch][guarantee]
+        let mut rates = vec![vec![[0.0f64; 3]; BATCHES.len()]; 3];
+        for (b, batch) in BATCHES.iter().enumerate() {
+            for (g, guarantee) in GUARANTEES.iter().enumerate() {
+                let tag = format!("{}-{batch}", ["amo", "alo", "eos"][g]);
+                // Small batches are slow: fewer records keep the run short.
+                let n = n.min(batch * 1000);
+                eprintln!("{guarantee}, batches of {batch}...");
+                rates[0][b][g] = run(
+                    &worker,
+                    serde_json::json!({"name": format!("src-{tag}"), "config": {
+                        "connector.class": "datagen", "topic": format!("out-src-{tag}"),
+                        "count": n.to_string(), "rate": "0", "batch.size": batch.to_string(),
+                        "delivery.guarantee": guarantee,
+                    }}),
+                    "produce",
+                    n,
+                )
+                .await;
+                rates[1][b][g] = run(
+                    &worker,
+                    serde_json::json!({"name": format!("stream-{tag}"), "config": {
+                        "connector.class": "stream", "topics": "bench-input",
+                        "output.topic": format!("out-stream-{tag}"),
+                        "batch.max.records": batch.to_string(), "batch.max.ms": "50",
+                        "delivery.guarantee": guarantee,
+                    }}),
+                    "produce",
+                    n,
+                )
+                .await;
+                let table = format!("bench_{}", tag.replace('-', "_"));
+                exec(&url, &format!("DROP TABLE IF EXISTS {table}")).await;
+                rates[2][b][g] = run(
+                    &worker,
+                    serde_json::json!({"name": format!("sink-{tag}"), "config": {
+                        "connector.class": "jdbc-sink", "topics": "bench-input",
+                        "connection.url": url, "insert.mode": "upsert",
+                        "pk.mode": "record_value", "pk.fields": "order_id",
+                        "auto.create": "true", "table.name.format": table,
+                        "batch.max.records": batch.to_string(), "batch.max.ms": "50",
+                        "delivery.guarantee": guarantee,
+                    }}),
+                    "put",
+                    n,
+                )
+                .await;
+            }
+        }
+
+        println!("\nJSON order records (at most {n}, and 1000 batches, per run), one task, embedded broker ({PARTITIONS} partitions), PostgreSQL; records/s and the ratio to at-least-once at the same batch size\n");
+        println!("| task | batch | at-most-once | at-least-once | exactly-once |");
+        println!("|---|---:|---:|---:|---:|");
+        for (k, kind) in [
+            "source: datagen -> Kafka",
+            "stream: Kafka -> Kafka",
+            "sink: Kafka -> PostgreSQL upsert",
+        ]
+        .iter()
+        .enumerate()
+        {
+            for (b, batch) in BATCHES.iter().enumerate() {
+                let [amo, alo, eos] = rates[k][b];
+                println!(
+                    "| {kind} | {batch} | {amo:.0} ({:.2}) | {alo:.0} (1.00) | {eos:.0} ({:.2}) |",
+                    amo / alo,
+                    eos / alo
+                );
+            }
+        }
+    });
+}

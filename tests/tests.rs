@@ -8,6 +8,7 @@ mod fixtures;
 
 mod config_errors;
 mod crash;
+mod distributed;
 mod error_handling;
 mod hot_swap;
 mod jdbc;

@@ -34,6 +34,15 @@ enum Command {
         /// Connector configs (Kafka Connect JSON: {"name", "config"}).
         connectors: Vec<PathBuf>,
     },
+    /// Runs one worker of a cluster, as Kafka Connect's distributed mode
+    /// does: workers with the same `group.id` share connectors and tasks
+    /// through the Kafka topics named in the worker config
+    /// (`config.storage.topic`, `status.storage.topic`); connectors are
+    /// managed over the REST API of any worker.
+    Distributed {
+        /// Worker config (JSON).
+        worker: PathBuf,
+    },
     /// Inspects or replays a dead-letter queue.
     Dlq {
         #[command(subcommand)]
@@ -234,7 +243,20 @@ pub fn main() -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             };
-            runtime.block_on(standalone(worker, connectors))
+            runtime.block_on(run_worker(worker, connectors, Mode::Standalone))
+        }
+        Command::Distributed { worker } => {
+            let runtime = match tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(r) => r,
+                Err(e) => {
+                    eprintln!("error: starting the async runtime: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            runtime.block_on(run_worker(worker, Vec::new(), Mode::Distributed))
         }
         Command::Dlq { command } => {
             crate::logging::init(crate::logging::LogFormat::Text);
@@ -346,15 +368,52 @@ fn transform(command: TransformCommand) -> ExitCode {
     }
 }
 
-async fn standalone(worker_file: PathBuf, connector_files: Vec<PathBuf>) -> ExitCode {
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Standalone,
+    Distributed,
+}
+
+async fn run_worker(worker_file: PathBuf, connector_files: Vec<PathBuf>, mode: Mode) -> ExitCode {
     // Validate every file before starting anything.
-    let worker_config = match WorkerConfig::load(&worker_file) {
+    let mut worker_config = match WorkerConfig::load(&worker_file) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("error: {e}");
             return ExitCode::from(EXIT_CONFIG);
         }
     };
+    if mode == Mode::Distributed {
+        if worker_config.config_storage_file.is_some() {
+            eprintln!(
+                "error: {}: key `config.storage.file.filename` is for standalone workers; a distributed worker keeps connector configs in `config.storage.topic`",
+                worker_file.display()
+            );
+            return ExitCode::from(EXIT_CONFIG);
+        }
+        for key in ["config.storage.topic", "status.storage.topic"] {
+            let missing = match key {
+                "config.storage.topic" => worker_config.cluster.config_topic.is_none(),
+                _ => worker_config.cluster.status_topic.is_none(),
+            };
+            if missing {
+                eprintln!(
+                    "error: {}: key `{key}` is required by `sluice distributed`: the Kafka topic where the cluster keeps its {}",
+                    worker_file.display(),
+                    if key == "config.storage.topic" {
+                        "connector configs and target states"
+                    } else {
+                        "task statuses"
+                    }
+                );
+                return ExitCode::from(EXIT_CONFIG);
+            }
+        }
+        // group.id names the cluster here: it has an effect.
+        worker_config
+            .inert_keys
+            .retain(|(key, _)| *key != "group.id");
+    }
     crate::logging::init(worker_config.log_format);
     let mut specs = Vec::with_capacity(connector_files.len());
     for file in &connector_files {
@@ -453,6 +512,28 @@ async fn standalone(worker_file: PathBuf, connector_files: Vec<PathBuf>) -> Exit
             }
         }
     }
+
+    let cluster = match mode {
+        Mode::Standalone => None,
+        Mode::Distributed => match crate::cluster::Cluster::start(
+            worker.clone(),
+            &worker_config.group_id,
+            &worker_config.cluster,
+            worker.clients(),
+            Duration::from_millis(worker_config.task_shutdown_graceful_timeout_ms),
+        )
+        .await
+        {
+            Ok(c) => Some(c),
+            Err(e) => {
+                eprintln!(
+                    "error: {}: joining the cluster: {e:#}",
+                    worker_file.display()
+                );
+                return ExitCode::FAILURE;
+            }
+        },
+    };
 
     let auth = match &worker_config.rest_auth_users_file {
         Some(file) => {
@@ -579,6 +660,9 @@ async fn standalone(worker_file: PathBuf, connector_files: Vec<PathBuf>) -> Exit
     wait_for_signal().await;
     tracing::info!("shutting down: finishing in-flight batches");
     worker.shutdown().await;
+    if let Some(c) = &cluster {
+        c.shutdown();
+    }
     shutdown.cancel();
     let _ = server.await;
     if let Some(m) = metrics_server {

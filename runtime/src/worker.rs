@@ -73,6 +73,9 @@ pub enum WorkerError {
     Cluster(String),
 }
 
+/// Task configs by task id.
+type TaskConfigs = Vec<(u32, ConfigMap)>;
+
 struct TaskRuntime {
     id: u32,
     status: StatusCell,
@@ -99,7 +102,7 @@ struct ConnectorRuntime {
     /// Tasks stopping for a restart, still shown in status and info.
     pending: Vec<PendingTask>,
     /// Distributed mode: tasks another worker of the cluster runs.
-    remote: Vec<(u32, ConfigMap)>,
+    remote: TaskConfigs,
 }
 
 /// What a connector's tasks share: transform chain updates, the paused
@@ -305,10 +308,9 @@ impl Worker {
             if c.stopped || c.restarting || c.spec != spec {
                 continue;
             }
-            let (mine, others): (Vec<(u32, ConfigMap)>, Vec<(u32, ConfigMap)>) =
-                std::mem::take(&mut c.remote)
-                    .into_iter()
-                    .partition(|(id, _)| self.runs_task(&name, *id));
+            let (mine, others): (TaskConfigs, TaskConfigs) = std::mem::take(&mut c.remote)
+                .into_iter()
+                .partition(|(id, _)| self.runs_task(&name, *id));
             c.remote = others;
             for (id, config) in mine {
                 let task = self.spawn_task(
@@ -1081,7 +1083,7 @@ impl Worker {
                 Plugin::Sink(p) => p.task_configs(&v.plugin_config, v.common.tasks_max),
             };
             c.remote.clear();
-            let (mine, others): (Vec<(u32, ConfigMap)>, Vec<(u32, ConfigMap)>) = configs
+            let (mine, others): (TaskConfigs, TaskConfigs) = configs
                 .into_iter()
                 .enumerate()
                 .map(|(id, config)| (id as u32, config))

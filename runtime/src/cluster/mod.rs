@@ -43,6 +43,9 @@ const APPLY_TIMEOUT: Duration = Duration::from_secs(120);
 /// to publish.
 const STATUS_INTERVAL: Duration = Duration::from_millis(500);
 
+/// A cluster topic's records in order: (offset, key, value).
+type TopicRecords = tokio::sync::mpsc::UnboundedReceiver<(i64, String, Option<Vec<u8>>)>;
+
 /// The topics, once checked or created.
 struct Topics {
     config: String,
@@ -311,7 +314,7 @@ impl Cluster {
         consumer: BaseConsumer,
         topic: &str,
         what: &'static str,
-    ) -> anyhow::Result<tokio::sync::mpsc::UnboundedReceiver<(i64, String, Option<Vec<u8>>)>> {
+    ) -> anyhow::Result<TopicRecords> {
         let mut tpl = TopicPartitionList::new();
         tpl.add_partition_offset(topic, 0, Offset::Beginning)?;
         consumer.assign(&tpl)?;
@@ -339,11 +342,7 @@ impl Cluster {
     }
 
     /// Applies config records to this worker, in log order.
-    async fn apply_config(
-        self: Arc<Self>,
-        worker: Arc<Worker>,
-        mut records: tokio::sync::mpsc::UnboundedReceiver<(i64, String, Option<Vec<u8>>)>,
-    ) {
+    async fn apply_config(self: Arc<Self>, worker: Arc<Worker>, mut records: TopicRecords) {
         while let Some((offset, key, value)) = records.recv().await {
             let outcome = self
                 .apply_config_record(&worker, &key, value.as_deref())

@@ -247,6 +247,43 @@ async fn three_workers_share_tasks_and_survive_a_sigkill() {
         .await;
     }
 
+    // A rolling restart moves nothing: w2 stops and comes back within the
+    // session timeout, and gets its slots back (static membership).
+    let assigned = |w: &SluiceProcess| w.log_text().matches("task assigned to this worker").count();
+    let before: Vec<usize> = workers[..2].iter().map(assigned).collect();
+    let status = workers[2].terminate(Duration::from_secs(60));
+    assert!(
+        status.success(),
+        "w2 did not stop cleanly:\n{}",
+        workers[2].log_text()
+    );
+    let w2_file = dir.path().join("worker2.json");
+    workers[2] = SluiceProcess::start_distributed(dir.path(), &w2_file);
+    fixtures::eventually(Duration::from_secs(60), "w2 back", || async {
+        get_json(&http, &format!("{}/health", bases[2])).await
+    })
+    .await;
+    let back = fixtures::eventually(
+        Duration::from_secs(60),
+        "w2's tasks running again",
+        || async {
+            let mut all = running_tasks(&http, &bases[0], "eos").await?;
+            all.extend(running_tasks(&http, &bases[0], "alo").await?);
+            (all.iter().filter(|w| *w == "w2").count()
+                == spread.iter().filter(|w| *w == "w2").count())
+            .then_some(all)
+        },
+    )
+    .await;
+    assert_eq!(back, spread, "the restart moved tasks\n{}", logs(&workers));
+    let after: Vec<usize> = workers[..2].iter().map(assigned).collect();
+    assert_eq!(
+        before,
+        after,
+        "w0 or w1 took on tasks during w2's restart\n{}",
+        logs(&workers)
+    );
+
     // Under load, w1 is killed.
     let victim = 1;
     assert!(spread.iter().any(|w| w == "w1"));
@@ -331,4 +368,36 @@ async fn three_workers_share_tasks_and_survive_a_sigkill() {
     for i in [0, 2] {
         let _ = workers[i].terminate(Duration::from_secs(60));
     }
+}
+
+#[test]
+fn a_distributed_worker_needs_its_topics_and_no_config_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let worker = dir.path().join("worker.json");
+    std::fs::write(&worker, json!({"status.storage.topic": "s"}).to_string()).unwrap();
+    let (code, stderr) = fixtures::sluice_rejects_command(dir.path(), "distributed", &[&worker]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("`config.storage.topic` is required"),
+        "{stderr}"
+    );
+
+    std::fs::write(
+        &worker,
+        json!({"config.storage.topic": "c", "status.storage.topic": "s",
+               "config.storage.file.filename": "connectors.json"})
+        .to_string(),
+    )
+    .unwrap();
+    let (code, stderr) = fixtures::sluice_rejects_command(dir.path(), "distributed", &[&worker]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("`config.storage.file.filename` is for standalone workers"),
+        "{stderr}"
+    );
+
+    std::fs::write(&worker, json!({"task.slots.partitions": "0"}).to_string()).unwrap();
+    let (code, stderr) = fixtures::sluice_rejects_command(dir.path(), "distributed", &[&worker]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("task.slots.partitions"), "{stderr}");
 }

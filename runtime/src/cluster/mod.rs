@@ -267,7 +267,12 @@ impl Cluster {
             .spawn(move || {
                 while !stop.load(Ordering::Relaxed) {
                     // Serves the group protocol; the topic holds no records.
-                    let _ = consumer.poll(Duration::from_millis(200));
+                    if let Some(Err(e)) = consumer.poll(Duration::from_millis(200)) {
+                        // FENCED_INSTANCE_ID: another live worker has this
+                        // worker.id.
+                        tracing::error!(error = %e, "task slot group error (is worker.id unique in the cluster?)");
+                        std::thread::sleep(Duration::from_secs(1));
+                    }
                 }
             })?;
         let assigner = cluster.clone();

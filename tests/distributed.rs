@@ -247,6 +247,47 @@ async fn three_workers_share_tasks_and_survive_a_sigkill() {
         .await;
     }
 
+    // Pausing on w1 pauses the tasks on every worker; resuming on w0 resumes them.
+    let states = |base: String| {
+        let http = http.clone();
+        async move {
+            let status = get_json(&http, &format!("{base}/connectors/eos/status")).await?;
+            let mut states: Vec<String> = status["tasks"]
+                .as_array()?
+                .iter()
+                .map(|t| t["state"].as_str().unwrap_or_default().to_string())
+                .collect();
+            states.push(status["connector"]["state"].as_str()?.to_string());
+            Some(states)
+        }
+    };
+    let r = http
+        .put(format!("{}/connectors/eos/pause", bases[1]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+    fixtures::eventually(Duration::from_secs(30), "every eos task PAUSED", || async {
+        let s = states(bases[0].clone()).await?;
+        (s.len() == 4 && s.iter().all(|s| s == "PAUSED")).then_some(())
+    })
+    .await;
+    let r = http
+        .put(format!("{}/connectors/eos/resume", bases[0]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+    fixtures::eventually(
+        Duration::from_secs(30),
+        "every eos task RUNNING",
+        || async {
+            let s = states(bases[2].clone()).await?;
+            (s.len() == 4 && s.iter().all(|s| s == "RUNNING")).then_some(())
+        },
+    )
+    .await;
+
     // A rolling restart moves nothing: w2 stops and comes back within the
     // session timeout, and gets its slots back (static membership).
     let assigned = |w: &SluiceProcess| w.log_text().matches("task assigned to this worker").count();
@@ -365,6 +406,23 @@ async fn three_workers_share_tasks_and_survive_a_sigkill() {
         total.to_string(),
         "at-least-once: no gaps"
     );
+
+    // A connector deleted on one worker is gone from the others.
+    let r = http
+        .delete(format!("{}/connectors/alo", bases[2]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 204);
+    fixtures::eventually(
+        Duration::from_secs(30),
+        "alo deleted everywhere",
+        || async {
+            let names = get_json(&http, &format!("{}/connectors", bases[0])).await?;
+            (names == json!(["eos"])).then_some(())
+        },
+    )
+    .await;
     for i in [0, 2] {
         let _ = workers[i].terminate(Duration::from_secs(60));
     }

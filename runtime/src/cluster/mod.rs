@@ -232,7 +232,7 @@ impl Cluster {
         .map_err(|e| anyhow::anyhow!("reading config.storage.topic `{config_topic}`: {e}"))?
         .1;
         let records = cluster.read_topic(reader, &config_topic, "config")?;
-        tokio::spawn(cluster.clone().apply_config(worker.clone(), records));
+        tokio::spawn(cluster.clone().apply_config(worker.clone(), records, end));
         tracing::info!(topic = %config_topic, records = end, "replaying the cluster's config");
         let mut applied = cluster.applied.subscribe();
         applied
@@ -347,11 +347,23 @@ impl Cluster {
     }
 
     /// Applies config records to this worker, in log order.
-    async fn apply_config(self: Arc<Self>, worker: Arc<Worker>, mut records: TopicRecords) {
+    async fn apply_config(
+        self: Arc<Self>,
+        worker: Arc<Worker>,
+        mut records: TopicRecords,
+        caught_up_at: i64,
+    ) {
         while let Some((offset, key, value)) = records.recv().await {
-            let outcome = self
-                .apply_config_record(&worker, &key, value.as_deref())
-                .await;
+            // Restart requests are for the tasks running when they were
+            // made; compaction keeps the last one of each connector forever.
+            let outcome = if offset < caught_up_at
+                && matches!(records::parse_config_key(&key), Some(ConfigKey::Restart(_)))
+            {
+                Ok(None)
+            } else {
+                self.apply_config_record(&worker, &key, value.as_deref())
+                    .await
+            };
             if let Err(e) = &outcome {
                 tracing::error!(key = %key, offset, error = %e, "could not apply a config record on this worker");
             }

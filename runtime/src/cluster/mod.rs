@@ -46,6 +46,10 @@ const STATUS_INTERVAL: Duration = Duration::from_millis(500);
 /// A cluster topic's records in order: (offset, key, value).
 type TopicRecords = tokio::sync::mpsc::UnboundedReceiver<(i64, String, Option<Vec<u8>>)>;
 
+/// How long slot holders and placements must stay unchanged before the
+/// tasks are evened out (a cooperative rebalance takes two rounds).
+const SETTLE: Duration = Duration::from_secs(3);
+
 /// The topics, once checked or created.
 struct Topics {
     config: String,
@@ -66,6 +70,9 @@ struct View {
     slot_owners: BTreeMap<u32, String>,
     worker_slots: BTreeMap<String, Vec<u32>>,
     statuses: HashMap<(String, u32), (TaskStatus, String)>,
+    /// When slot holders or placements last changed, until the tasks were
+    /// evened out after it.
+    unsettled_since: Option<std::time::Instant>,
 }
 
 pub struct Cluster {
@@ -302,6 +309,7 @@ impl Cluster {
             }
         });
 
+        tokio::spawn(cluster.clone().balance_tasks(worker.clone()));
         tokio::spawn(cluster.clone().publish_statuses(worker));
         tracing::info!(group.id = %group_id, worker_id = %worker_id, slots = slot_count, "joined the cluster");
         Ok(cluster)
@@ -412,6 +420,7 @@ impl Cluster {
                 let target = {
                     let mut view = self.view.lock().expect("view lock");
                     view.placements.insert(name.to_string(), slots);
+                    view.unsettled_since = Some(std::time::Instant::now());
                     view.targets
                         .get(name)
                         .copied()
@@ -553,8 +562,64 @@ impl Cluster {
                 for s in &slots {
                     view.slot_owners.insert(*s, worker.to_string());
                 }
+                view.unsettled_since = Some(std::time::Instant::now());
                 if !slots.is_empty() {
                     view.worker_slots.insert(worker.to_string(), slots);
+                }
+            }
+        }
+    }
+
+    /// Evens out the tasks when workers join or leave: the holder of slot 0
+    /// (a leader Kafka's coordinator chose) moves tasks from the busiest
+    /// workers to the idlest by writing new placements to the config topic,
+    /// once slot holders have settled. Slots themselves stay where the
+    /// coordinator put them.
+    async fn balance_tasks(self: Arc<Self>, worker: Arc<Worker>) {
+        while !self.stop.load(Ordering::Relaxed) {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            let snapshot = {
+                let mut view = self.view.lock().expect("view lock");
+                let settled = view.unsettled_since.is_some_and(|t| t.elapsed() >= SETTLE);
+                if !view.owned.contains(&0) || !settled {
+                    continue;
+                }
+                view.unsettled_since = None;
+                (view.placements.clone(), view.slot_owners.clone())
+            };
+            let (placements, slot_owners) = snapshot;
+            let mut running = BTreeMap::new();
+            for (name, slots) in &placements {
+                let Some((_, _, tasks)) = worker.spec(name).await else {
+                    continue;
+                };
+                if worker.is_stopped(name).await == Some(true) {
+                    continue;
+                }
+                running.insert(
+                    name.clone(),
+                    slots
+                        .iter()
+                        .copied()
+                        .take(tasks.len())
+                        .collect::<Vec<u32>>(),
+                );
+            }
+            for (name, mut slots) in records::rebalance(&running, &slot_owners) {
+                let Some((spec, _, _)) = worker.spec(&name).await else {
+                    continue;
+                };
+                // Slots of tasks beyond the running ones stay as they were.
+                if let Some(all) = placements.get(&name) {
+                    slots.extend(all.iter().skip(slots.len()));
+                }
+                tracing::info!(connector = %name, slots = ?slots, "moving tasks to even out the workers");
+                let value = json!({"properties": spec.config, "slots": slots});
+                if let Err(e) = self
+                    .write(&records::connector_key(&name), Some(value))
+                    .await
+                {
+                    tracing::warn!(connector = %name, error = %e, "could not move tasks");
                 }
             }
         }

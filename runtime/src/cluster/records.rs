@@ -134,6 +134,77 @@ pub fn place(
     placed
 }
 
+/// Moves tasks between slots until no worker runs more than one task more
+/// than another (slots stay where Kafka's coordinator put them; tasks
+/// change slots). `placements` are each connector's slots, one per running
+/// task; the answer holds the connectors whose placement changed. Tasks in
+/// slots no worker has claimed yet are left alone.
+pub fn rebalance(
+    placements: &BTreeMap<String, Vec<u32>>,
+    slot_owners: &BTreeMap<u32, String>,
+) -> BTreeMap<String, Vec<u32>> {
+    let mut load: BTreeMap<&str, Vec<(String, usize)>> = slot_owners
+        .values()
+        .map(|w| (w.as_str(), Vec::new()))
+        .collect();
+    let mut used: BTreeMap<u32, usize> = BTreeMap::new();
+    for (connector, slots) in placements {
+        for (task, slot) in slots.iter().enumerate() {
+            *used.entry(*slot).or_default() += 1;
+            if let Some(w) = slot_owners.get(slot) {
+                load.entry(w.as_str())
+                    .or_default()
+                    .push((connector.clone(), task));
+            }
+        }
+    }
+    let mut out: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+    let total: usize = load.values().map(Vec::len).sum();
+    for _ in 0..total {
+        let Some((busiest, most)) = load
+            .iter()
+            .max_by_key(|(w, t)| (t.len(), std::cmp::Reverse(**w)))
+            .map(|(w, t)| (w.to_string(), t.len()))
+        else {
+            break;
+        };
+        let Some((idlest, least)) = load
+            .iter()
+            .min_by_key(|(w, t)| (t.len(), **w))
+            .map(|(w, t)| (w.to_string(), t.len()))
+        else {
+            break;
+        };
+        if most <= least + 1 {
+            break;
+        }
+        let Some(slot) = slot_owners
+            .iter()
+            .filter(|(_, w)| **w == idlest)
+            .map(|(s, _)| *s)
+            .min_by_key(|s| (used.get(s).copied().unwrap_or(0), *s))
+        else {
+            break;
+        };
+        let (connector, task) = load
+            .get_mut(busiest.as_str())
+            .and_then(Vec::pop)
+            .expect("the busiest worker has tasks");
+        let slots = out
+            .entry(connector.clone())
+            .or_insert_with(|| placements[&connector].clone());
+        if let Some(old) = used.get_mut(&slots[task]) {
+            *old -= 1;
+        }
+        slots[task] = slot;
+        *used.entry(slot).or_default() += 1;
+        load.get_mut(idlest.as_str())
+            .expect("the idlest worker is known")
+            .push((connector, task));
+    }
+    out
+}
+
 /// Counts a task in `slot`, and for the worker holding it.
 fn take<'a>(
     slot: u32,
@@ -195,6 +266,32 @@ mod tests {
         let none = BTreeMap::new();
         assert_eq!(place(3, 8, &none, [0, 1], &[]), vec![2, 3, 4]);
         assert_eq!(place(2, 2, &none, [0, 1], &[]), vec![0, 1]);
+    }
+
+    #[test]
+    fn a_worker_that_joins_late_gets_its_share_of_tasks() {
+        // Six tasks placed while only a and b held slots; c now holds some.
+        let o = owners(&[("a", 0..4), ("b", 4..8), ("c", 8..12)]);
+        let placements: BTreeMap<String, Vec<u32>> = [
+            ("x".to_string(), vec![0, 4, 1]),
+            ("y".to_string(), vec![5, 2, 6]),
+        ]
+        .into();
+        let moved = rebalance(&placements, &o);
+        let mut after = placements.clone();
+        after.extend(moved.clone());
+        let mut per_worker: BTreeMap<String, usize> = BTreeMap::new();
+        for s in after.values().flatten() {
+            *per_worker.entry(o[s].clone()).or_default() += 1;
+        }
+        assert_eq!(per_worker.values().copied().collect::<Vec<_>>(), [2, 2, 2]);
+        let changed: usize = moved
+            .iter()
+            .map(|(c, s)| s.iter().zip(&placements[c]).filter(|(a, b)| a != b).count())
+            .sum();
+        assert_eq!(changed, 2, "only what is needed moves: {moved:?}");
+        // Balanced already: nothing moves.
+        assert!(rebalance(&after, &o).is_empty());
     }
 
     #[test]

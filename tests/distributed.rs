@@ -446,6 +446,18 @@ fn a_distributed_worker_needs_its_topics_and_no_config_file() {
         "{stderr}"
     );
 
+    std::fs::write(
+        &worker,
+        json!({"config.storage.topic": "c", "status.storage.topic": "c"}).to_string(),
+    )
+    .unwrap();
+    let (code, stderr) = fixtures::sluice_rejects_command(dir.path(), "distributed", &[&worker]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("must name three different topics"),
+        "{stderr}"
+    );
+
     std::fs::write(&worker, json!({"task.slots.partitions": "0"}).to_string()).unwrap();
     let (code, stderr) = fixtures::sluice_rejects_command(dir.path(), "distributed", &[&worker]);
     assert_eq!(code, 2, "{stderr}");

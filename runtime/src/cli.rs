@@ -409,6 +409,17 @@ async fn run_worker(worker_file: PathBuf, connector_files: Vec<PathBuf>, mode: M
                 return ExitCode::from(EXIT_CONFIG);
             }
         }
+        let topics = &worker_config.cluster;
+        if topics.config_topic == topics.status_topic
+            || topics.config_topic.as_deref() == Some(topics.slots_topic.as_str())
+            || topics.status_topic.as_deref() == Some(topics.slots_topic.as_str())
+        {
+            eprintln!(
+                "error: {}: keys `config.storage.topic`, `status.storage.topic` and `task.slots.topic` must name three different topics",
+                worker_file.display()
+            );
+            return ExitCode::from(EXIT_CONFIG);
+        }
         // group.id names the cluster here: it has an effect.
         worker_config
             .inert_keys

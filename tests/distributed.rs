@@ -1,9 +1,11 @@
 //! Distributed mode: three `sluice distributed` processes on loopback share
 //! one broker (hosted in this process). Connectors created through one
-//! worker's REST API spread their tasks over all three; a config change made
-//! on another worker is seen by all; a worker killed with SIGKILL while
-//! writing has its tasks running on the others after the session timeout,
-//! with no record lost and, for the exactly-once sink, none duplicated.
+//! worker's REST API spread their tasks over all three, two each; changes
+//! made on other workers (config, pause, resume, restart, delete) take
+//! effect on all; a worker that restarts gets its share back; a worker
+//! killed with SIGKILL while writing has its tasks running on the others
+//! after the session timeout, with no record lost and, for the exactly-once
+//! sink, none duplicated.
 
 use std::path::Path;
 use std::time::Duration;
@@ -13,7 +15,7 @@ use serde_json::{Value, json};
 use crate::fixtures::{self, PgInstance, SluiceProcess};
 
 const TOPIC: &str = "dist-orders";
-const WAVE: usize = 3000;
+const WAVE: usize = 5000;
 
 /// Records keyed by id, spread over the topic's partitions by the key hash
 /// (`fixtures::produce` sends all to partition 0).
@@ -290,6 +292,43 @@ async fn three_workers_share_tasks_and_survive_a_sigkill() {
     )
     .await;
 
+    // A restart asked of w1 restarts the tasks on every worker.
+    let r = http
+        .post(format!(
+            "{}/connectors/eos/restart?includeTasks=true",
+            bases[1]
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202, "{}", r.text().await.unwrap());
+    fixtures::eventually(
+        Duration::from_secs(60),
+        "three eos tasks restarted",
+        || async {
+            let restarted: usize = workers
+                .iter()
+                .map(|w| {
+                    w.log_text()
+                        .lines()
+                        .filter(|l| l.contains("task restarted") && l.contains("connector=eos"))
+                        .count()
+                })
+                .sum();
+            (restarted == 3).then_some(())
+        },
+    )
+    .await;
+    fixtures::eventually(
+        Duration::from_secs(30),
+        "every eos task RUNNING",
+        || async {
+            let s = states(bases[0].clone()).await?;
+            (s.len() == 4 && s.iter().all(|s| s == "RUNNING")).then_some(())
+        },
+    )
+    .await;
+
     // A worker that stops and comes back gets its share of the tasks again.
     // (The mock broker does not implement static membership, so here the
     // restarted worker joins as a new member and the tasks are evened out
@@ -321,6 +360,7 @@ async fn three_workers_share_tasks_and_survive_a_sigkill() {
     let victim = 1;
     assert!(back.iter().any(|w| w == "w1"));
     produce_wave(&bootstrap, 0).await;
+    produce_wave(&bootstrap, 1).await;
     let eos_rows = || async {
         let exists = fixtures::db_rows(
             &pg.url(),
@@ -342,9 +382,16 @@ async fn three_workers_share_tasks_and_survive_a_sigkill() {
     workers[victim].child.kill().unwrap();
     workers[victim].child.wait().unwrap();
     let at_kill = eos_rows().await;
-    eprintln!("w1 killed with {at_kill} of {WAVE} exactly-once rows written");
-    produce_wave(&bootstrap, 1).await;
-    let total = 2 * WAVE;
+    eprintln!(
+        "w1 killed with {at_kill} of {} exactly-once rows written",
+        2 * WAVE
+    );
+    assert!(
+        at_kill < 2 * WAVE,
+        "the kill did not land while records were being written"
+    );
+    produce_wave(&bootstrap, 2).await;
+    let total = 3 * WAVE;
 
     // Its tasks run on the two others, and every record arrives once.
     let survivors = [bases[0].clone(), bases[2].clone()];

@@ -312,6 +312,10 @@ impl Cluster {
         tokio::spawn(cluster.clone().balance_tasks(worker.clone()));
         tokio::spawn(cluster.clone().publish_statuses(worker));
         tracing::info!(group.id = %group_id, worker_id = %worker_id, slots = slot_count, "joined the cluster");
+        tracing::warn!(
+            "source offsets are kept by each worker (offset.storage.file.filename, or memory), not in Kafka yet: \
+             a source task that moves to another worker resumes from that worker's offsets"
+        );
         Ok(cluster)
     }
 

@@ -75,6 +75,29 @@ struct View {
     unsettled_since: Option<std::time::Instant>,
 }
 
+impl View {
+    /// A worker says which slots it holds now. The latest claim of a slot
+    /// wins: the status topic's order follows the coordinator's order of
+    /// assignments, so a dead worker's old claims are overridden as soon
+    /// as the slots' new holders publish theirs.
+    fn claim(&mut self, worker: &str, slots: Vec<u32>) {
+        if let Some(old) = self.worker_slots.remove(worker) {
+            for s in old {
+                if self.slot_owners.get(&s).is_some_and(|w| w == worker) {
+                    self.slot_owners.remove(&s);
+                }
+            }
+        }
+        for s in &slots {
+            self.slot_owners.insert(*s, worker.to_string());
+        }
+        self.unsettled_since = Some(std::time::Instant::now());
+        if !slots.is_empty() {
+            self.worker_slots.insert(worker.to_string(), slots);
+        }
+    }
+}
+
 pub struct Cluster {
     worker_id: String,
     topics: Topics,
@@ -545,8 +568,6 @@ impl Cluster {
                 view.statuses.remove(&(connector.to_string(), task));
             }
             (StatusKey::Worker(worker), claim) => {
-                // The latest claim of a slot wins: the log's order is the
-                // coordinator's order of assignments.
                 let slots: Vec<u32> = claim
                     .and_then(|v| {
                         v["slots"].as_array().map(|a| {
@@ -556,20 +577,7 @@ impl Cluster {
                         })
                     })
                     .unwrap_or_default();
-                if let Some(old) = view.worker_slots.remove(worker) {
-                    for s in old {
-                        if view.slot_owners.get(&s).is_some_and(|w| w == worker) {
-                            view.slot_owners.remove(&s);
-                        }
-                    }
-                }
-                for s in &slots {
-                    view.slot_owners.insert(*s, worker.to_string());
-                }
-                view.unsettled_since = Some(std::time::Instant::now());
-                if !slots.is_empty() {
-                    view.worker_slots.insert(worker.to_string(), slots);
-                }
+                view.claim(worker, slots);
             }
         }
     }
@@ -908,5 +916,34 @@ impl std::fmt::Debug for Cluster {
             .field("worker_id", &self.worker_id)
             .field("slots_topic", &self.topics.slots)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::View;
+
+    fn owners(view: &View) -> Vec<(u32, &str)> {
+        view.slot_owners
+            .iter()
+            .map(|(s, w)| (*s, w.as_str()))
+            .collect()
+    }
+
+    #[test]
+    fn the_latest_claim_of_a_slot_wins() {
+        let mut view = View::default();
+        view.claim("a", vec![0, 1, 2]);
+        view.claim("b", vec![3]);
+        // a dies; after the session timeout its slots go to b and c.
+        view.claim("b", vec![1, 3]);
+        view.claim("c", vec![0, 2]);
+        assert_eq!(owners(&view), [(0, "c"), (1, "b"), (2, "c"), (3, "b")]);
+        // A worker giving a slot up does not take back what others hold.
+        view.claim("b", vec![3]);
+        assert_eq!(owners(&view), [(0, "c"), (2, "c"), (3, "b")]);
+        // a comes back and is handed slot 1: its stale claim is gone.
+        view.claim("a", vec![1]);
+        assert_eq!(owners(&view), [(0, "c"), (1, "a"), (2, "c"), (3, "b")]);
     }
 }

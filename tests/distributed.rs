@@ -446,6 +446,41 @@ async fn three_workers_share_tasks_and_survive_a_sigkill() {
         "at-least-once: no gaps"
     );
 
+    // A connector no worker can start (its topic cannot be created: the
+    // mock broker has no CreateTopics) is refused with the reason, and can
+    // still be deleted from the config topic.
+    let r = http
+        .post(format!("{}/connectors", bases[0]))
+        .json(&json!({"name": "orphan", "config": {
+            "connector.class": "file-sink",
+            "topics": "never-created",
+            "file": dir.path().join("orphan.jsonl").display().to_string(),
+        }}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 500);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .matches("starting connector `orphan`")
+            .count(),
+        1,
+        "{body}"
+    );
+    assert!(
+        body["message"].as_str().unwrap().contains("never-created"),
+        "{body}"
+    );
+    let r = http
+        .delete(format!("{}/connectors/orphan", bases[0]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 204);
+
     // A connector deleted on one worker is gone from the others.
     let r = http
         .delete(format!("{}/connectors/alo", bases[2]))

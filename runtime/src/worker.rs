@@ -579,7 +579,7 @@ impl Worker {
             self.clients
                 .ensure_topics(&topics, partitions, replication)
                 .await
-                .map_err(|e| start_error(format!("{e:#}")))?;
+                .map_err(|e| start_error(format!("creating topics {topics:?}: {e:#}")))?;
         }
         if let Some(dlq) = v.common.errors.dlq.as_ref().filter(|_| !stopped) {
             self.clients

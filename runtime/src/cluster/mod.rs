@@ -734,7 +734,7 @@ impl Cluster {
 
     /// Waits until this worker has applied the config record at `offset`;
     /// what applying it did.
-    async fn applied(&self, name: &str, offset: i64) -> Result<Option<Updated>, WorkerError> {
+    async fn applied(&self, offset: i64) -> Result<Option<Updated>, WorkerError> {
         let mut applied = self.applied.subscribe();
         tokio::time::timeout(APPLY_TIMEOUT, applied.wait_for(|next| *next > offset))
             .await
@@ -752,10 +752,8 @@ impl Cluster {
             .get(&offset)
             .cloned()
             .unwrap_or(Ok(None));
-        outcome.map_err(|message| WorkerError::Start {
-            name: name.to_string(),
-            message,
-        })
+        // The message names the connector.
+        outcome.map_err(WorkerError::Cluster)
     }
 
     /// Writes the connector's config with its task placement.
@@ -802,11 +800,11 @@ impl Cluster {
                 Some(json!({"state": target.as_str()})),
             )
             .await?;
-        self.applied(&spec.name, state).await?;
+        self.applied(state).await?;
         let offset = self
             .write_connector(spec, validated.common.tasks_max)
             .await?;
-        self.applied(&spec.name, offset).await.map(|_| ())
+        self.applied(offset).await.map(|_| ())
     }
 
     /// `PUT /connectors/{name}/config` in a cluster.
@@ -828,21 +826,24 @@ impl Cluster {
         let offset = self
             .write_connector(spec, validated.common.tasks_max)
             .await?;
-        Ok(self
-            .applied(&spec.name, offset)
-            .await?
-            .unwrap_or(Updated::Restarted))
+        Ok(self.applied(offset).await?.unwrap_or(Updated::Restarted))
     }
 
     /// `DELETE /connectors/{name}` in a cluster. `false` if unknown.
     pub async fn delete(&self, worker: &Worker, name: &str) -> Result<bool, WorkerError> {
-        let Some((_, _, tasks)) = worker.spec(name).await else {
-            return Ok(false);
+        // A connector in the config topic that this worker could not start
+        // (a topic it could not create, say) can be deleted too.
+        let tasks: Vec<u32> = match worker.spec(name).await {
+            Some((_, _, tasks)) => tasks.into_iter().map(|(id, _)| id).collect(),
+            None => match self.view.lock().expect("view lock").placements.get(name) {
+                Some(slots) => (0..slots.len() as u32).collect(),
+                None => return Ok(false),
+            },
         };
         let offset = self.write(&records::connector_key(name), None).await?;
         self.write(&records::target_state_key(name), None).await?;
-        self.applied(name, offset).await?;
-        for (id, _) in tasks {
+        self.applied(offset).await?;
+        for id in tasks {
             self.publish_tombstone(&records::task_status_key(name, id))
                 .await;
         }
@@ -878,7 +879,7 @@ impl Cluster {
                 Some(json!({"state": target.as_str()})),
             )
             .await?;
-        self.applied(name, offset).await?;
+        self.applied(offset).await?;
         Ok(true)
     }
 
@@ -905,7 +906,7 @@ impl Cluster {
             value["task"] = json!(t);
         }
         let offset = self.write(&records::restart_key(name), Some(value)).await?;
-        self.applied(name, offset).await?;
+        self.applied(offset).await?;
         Ok(true)
     }
 }

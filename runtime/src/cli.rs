@@ -675,8 +675,15 @@ async fn run_worker(worker_file: PathBuf, connector_files: Vec<PathBuf>, mode: M
 
     wait_for_signal().await;
     tracing::info!("shutting down: finishing in-flight batches");
+    let local_tasks: Vec<(String, u32)> = worker
+        .local_task_statuses()
+        .await
+        .into_iter()
+        .map(|(connector, task, _)| (connector, task))
+        .collect();
     worker.shutdown().await;
     if let Some(c) = &cluster {
+        c.report_all_stopped(local_tasks).await;
         c.shutdown();
     }
     shutdown.cancel();

@@ -308,9 +308,14 @@ impl Worker {
             if c.stopped || c.restarting || c.spec != spec {
                 continue;
             }
+            // A task moving here from a live worker starts once that
+            // worker has stopped it (the next reconcile).
             let (mine, others): (TaskConfigs, TaskConfigs) = std::mem::take(&mut c.remote)
                 .into_iter()
-                .partition(|(id, _)| self.runs_task(&name, *id));
+                .partition(|(id, _)| {
+                    self.runs_task(&name, *id)
+                        && self.cluster.get().is_none_or(|cl| cl.may_start(&name, *id))
+                });
             c.remote = others;
             for (id, config) in mine {
                 let task = self.spawn_task(

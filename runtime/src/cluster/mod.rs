@@ -110,6 +110,11 @@ pub struct Cluster {
     /// that wrote it.
     outcomes: std::sync::Mutex<BTreeMap<i64, Result<Option<Updated>, String>>>,
     stop: Arc<AtomicBool>,
+    /// Tasks this worker should run that another live worker still showed
+    /// running, since when: they start once it reports them stopped.
+    deferred: std::sync::Mutex<HashMap<(String, u32), std::time::Instant>>,
+    /// Longest a task waits for its previous worker to report it stopped.
+    handover_timeout: Duration,
 }
 
 /// A slot assignment change, from librdkafka's rebalance callback.
@@ -251,6 +256,8 @@ impl Cluster {
             applied,
             outcomes: Default::default(),
             stop: Arc::new(AtomicBool::new(false)),
+            deferred: Default::default(),
+            handover_timeout: shutdown_timeout + Duration::from_secs(10),
         });
         worker.join_cluster(cluster.clone());
 
@@ -590,6 +597,14 @@ impl Cluster {
     async fn balance_tasks(self: Arc<Self>, worker: Arc<Worker>) {
         while !self.stop.load(Ordering::Relaxed) {
             tokio::time::sleep(Duration::from_secs(1)).await;
+            let waiting = {
+                let mut deferred = self.deferred.lock().expect("deferred lock");
+                deferred.retain(|(connector, task), _| self.owns_task(connector, *task));
+                !deferred.is_empty()
+            };
+            if waiting {
+                worker.reconcile().await;
+            }
             let snapshot = {
                 let mut view = self.view.lock().expect("view lock");
                 let settled = view.unsettled_since.is_some_and(|t| t.elapsed() >= SETTLE);
@@ -644,8 +659,14 @@ impl Cluster {
             let local = worker.local_task_statuses().await;
             let running: BTreeSet<(String, u32)> =
                 local.iter().map(|(c, t, _)| (c.clone(), *t)).collect();
-            // A task that left may come back: publish it again then.
+            // A task that left is reported stopped, so its next worker may
+            // start it (it may come back: it is published again then); so is
+            // one the status topic shows running here that does not, as
+            // after this worker was killed and restarted.
             published.retain(|k, _| running.contains(k));
+            for (connector, task) in self.stale_statuses(&running) {
+                self.report_stopped(&connector, task).await;
+            }
             for (connector, task, status) in local {
                 let now = (status.state, status.trace.clone());
                 let key = (connector.clone(), task);
@@ -665,6 +686,38 @@ impl Cluster {
                 }
             }
             tokio::time::sleep(STATUS_INTERVAL).await;
+        }
+    }
+
+    /// Tasks the status topic shows active on this worker that it does not
+    /// run.
+    fn stale_statuses(&self, running: &BTreeSet<(String, u32)>) -> Vec<(String, u32)> {
+        let view = self.view.lock().expect("view lock");
+        view.statuses
+            .iter()
+            .filter(|(key, (status, worker))| {
+                *worker == self.worker_id
+                    && status.state != State::Unassigned
+                    && !running.contains(*key)
+            })
+            .map(|(key, _)| key.clone())
+            .collect()
+    }
+
+    async fn report_stopped(&self, connector: &str, task: u32) {
+        let value = json!({"state": State::Unassigned.as_str(), "worker_id": self.worker_id});
+        self.publish_status(&records::task_status_key(connector, task), value)
+            .await;
+    }
+
+    /// On shutdown, once the worker has stopped `tasks`: they are reported
+    /// stopped, so other workers need not wait to take them over.
+    pub async fn report_all_stopped(&self, tasks: Vec<(String, u32)>) {
+        self.stop.store(true, Ordering::Relaxed);
+        let mut stopped: BTreeSet<(String, u32)> = tasks.into_iter().collect();
+        stopped.extend(self.stale_statuses(&BTreeSet::new()));
+        for (connector, task) in stopped {
+            self.report_stopped(&connector, task).await;
         }
     }
 
@@ -692,6 +745,43 @@ impl Cluster {
             .and_then(|p| p.get(task as usize).copied())
             .unwrap_or_else(|| records::fallback_slot(connector, task, self.slot_count));
         view.owned.contains(&slot)
+    }
+
+    /// Whether this worker may start a task it was just given: not while
+    /// another worker that is still in the cluster shows it running (a task
+    /// moved to another slot stops there first), and at most
+    /// `handover_timeout` after it was first held back.
+    pub fn may_start(&self, connector: &str, task: u32) -> bool {
+        let key = (connector.to_string(), task);
+        let busy_elsewhere = {
+            let view = self.view.lock().expect("view lock");
+            view.statuses.get(&key).is_some_and(|(status, worker)| {
+                *worker != self.worker_id
+                    && matches!(
+                        status.state,
+                        State::Running | State::Paused | State::Restarting
+                    )
+                    && view.slot_owners.values().any(|w| w == worker)
+            })
+        };
+        let mut deferred = self.deferred.lock().expect("deferred lock");
+        if !busy_elsewhere {
+            deferred.remove(&key);
+            return true;
+        }
+        let since = *deferred
+            .entry(key.clone())
+            .or_insert_with(std::time::Instant::now);
+        if since.elapsed() < self.handover_timeout {
+            return false;
+        }
+        tracing::warn!(
+            connector,
+            task,
+            "the task's previous worker never reported it stopped; starting it anyway"
+        );
+        deferred.remove(&key);
+        true
     }
 
     /// A task another worker runs, as the status topic last showed it, and

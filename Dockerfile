@@ -5,6 +5,13 @@
 #   docker run -p 8083:8083 -v $PWD/config:/etc/sluice sluice \
 #     standalone /etc/sluice/worker.json /etc/sluice/connector.json
 #
+# A member of a cluster (docs/distributed.md): the worker config names the
+# Kafka cluster, group.id and the config and status topics; give each
+# container a stable worker.id or --hostname (the default worker.id is
+# HOSTNAME:PORT):
+#   docker run -p 8083:8083 -v $PWD/config:/etc/sluice --hostname sluice-0 sluice \
+#     distributed /etc/sluice/worker.json
+#
 # Volumes: /etc/sluice (configs), /opt/sluice/plugins (plugin.path: native
 # connector plugins; also a place for your transform components), /var/lib/sluice (offsets, SQLite files, the compiled-WASM
 # cache). The example transform is /opt/sluice/transforms/example.wasm; the

@@ -9,6 +9,7 @@ mod fixtures;
 mod config_errors;
 mod crash;
 mod delivery;
+mod distributed;
 mod error_handling;
 mod hot_swap;
 mod jdbc;

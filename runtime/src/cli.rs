@@ -34,6 +34,15 @@ enum Command {
         /// Connector configs (Kafka Connect JSON: {"name", "config"}).
         connectors: Vec<PathBuf>,
     },
+    /// Runs one worker of a cluster, as Kafka Connect's distributed mode
+    /// does: workers with the same `group.id` share connectors and tasks
+    /// through the Kafka topics named in the worker config
+    /// (`config.storage.topic`, `status.storage.topic`); connectors are
+    /// managed over the REST API of any worker.
+    Distributed {
+        /// Worker config (JSON).
+        worker: PathBuf,
+    },
     /// Inspects or replays a dead-letter queue.
     Dlq {
         #[command(subcommand)]
@@ -234,7 +243,20 @@ pub fn main() -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             };
-            runtime.block_on(standalone(worker, connectors))
+            runtime.block_on(run_worker(worker, connectors, Mode::Standalone))
+        }
+        Command::Distributed { worker } => {
+            let runtime = match tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(r) => r,
+                Err(e) => {
+                    eprintln!("error: starting the async runtime: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            runtime.block_on(run_worker(worker, Vec::new(), Mode::Distributed))
         }
         Command::Dlq { command } => {
             crate::logging::init(crate::logging::LogFormat::Text);
@@ -346,15 +368,77 @@ fn transform(command: TransformCommand) -> ExitCode {
     }
 }
 
-async fn standalone(worker_file: PathBuf, connector_files: Vec<PathBuf>) -> ExitCode {
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Standalone,
+    Distributed,
+}
+
+async fn run_worker(worker_file: PathBuf, connector_files: Vec<PathBuf>, mode: Mode) -> ExitCode {
     // Validate every file before starting anything.
-    let worker_config = match WorkerConfig::load(&worker_file) {
+    let mut worker_config = match WorkerConfig::load(&worker_file) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("error: {e}");
             return ExitCode::from(EXIT_CONFIG);
         }
     };
+    if mode == Mode::Distributed {
+        if worker_config.config_storage_file.is_some() {
+            eprintln!(
+                "error: {}: key `config.storage.file.filename` is for standalone workers; a distributed worker keeps connector configs in `config.storage.topic`",
+                worker_file.display()
+            );
+            return ExitCode::from(EXIT_CONFIG);
+        }
+        if worker_config.offset_storage_file.is_some() {
+            eprintln!(
+                "error: {}: key `offset.storage.file.filename` is for standalone workers; a distributed worker keeps source offsets in `offset.storage.topic`, where a task that moves to another worker finds them",
+                worker_file.display()
+            );
+            return ExitCode::from(EXIT_CONFIG);
+        }
+        for key in ["config.storage.topic", "status.storage.topic"] {
+            let missing = match key {
+                "config.storage.topic" => worker_config.cluster.config_topic.is_none(),
+                _ => worker_config.cluster.status_topic.is_none(),
+            };
+            if missing {
+                eprintln!(
+                    "error: {}: key `{key}` is required by `sluice distributed`: the Kafka topic where the cluster keeps its {}",
+                    worker_file.display(),
+                    if key == "config.storage.topic" {
+                        "connector configs and target states"
+                    } else {
+                        "task statuses"
+                    }
+                );
+                return ExitCode::from(EXIT_CONFIG);
+            }
+        }
+        let topics = &worker_config.cluster;
+        let offsets = Some(worker_config.offsets_topic.name.as_str());
+        if topics.config_topic == topics.status_topic
+            || topics.config_topic.as_deref() == Some(topics.slots_topic.as_str())
+            || topics.status_topic.as_deref() == Some(topics.slots_topic.as_str())
+            || [
+                topics.config_topic.as_deref(),
+                topics.status_topic.as_deref(),
+                Some(topics.slots_topic.as_str()),
+            ]
+            .contains(&offsets)
+        {
+            eprintln!(
+                "error: {}: keys `config.storage.topic`, `status.storage.topic`, `task.slots.topic` and `offset.storage.topic` must name four different topics",
+                worker_file.display()
+            );
+            return ExitCode::from(EXIT_CONFIG);
+        }
+        // group.id names the cluster here: it has an effect.
+        worker_config
+            .inert_keys
+            .retain(|(key, _)| *key != "group.id");
+    }
     crate::logging::init(worker_config.log_format);
     let mut specs = Vec::with_capacity(connector_files.len());
     for file in &connector_files {
@@ -417,7 +501,12 @@ async fn standalone(worker_file: PathBuf, connector_files: Vec<PathBuf>) -> Exit
     let worker_id = worker_config
         .worker_id
         .clone()
-        .unwrap_or_else(|| listen.clone());
+        .unwrap_or_else(|| match mode {
+            Mode::Standalone => listen.clone(),
+            // Cluster members need ids unique across machines: the listener's
+            // address (often 0.0.0.0) is not.
+            Mode::Distributed => distributed_worker_id(&listen),
+        });
     let worker = match Worker::new(WorkerOptions {
         id: worker_id,
         wasm_cache_dir: worker_config.wasm_cache_dir.clone(),
@@ -453,6 +542,28 @@ async fn standalone(worker_file: PathBuf, connector_files: Vec<PathBuf>) -> Exit
             }
         }
     }
+
+    let cluster = match mode {
+        Mode::Standalone => None,
+        Mode::Distributed => match crate::cluster::Cluster::start(
+            worker.clone(),
+            &worker_config.group_id,
+            &worker_config.cluster,
+            worker.clients(),
+            Duration::from_millis(worker_config.task_shutdown_graceful_timeout_ms),
+        )
+        .await
+        {
+            Ok(c) => Some(c),
+            Err(e) => {
+                eprintln!(
+                    "error: {}: joining the cluster: {e:#}",
+                    worker_file.display()
+                );
+                return ExitCode::FAILURE;
+            }
+        },
+    };
 
     let auth = match &worker_config.rest_auth_users_file {
         Some(file) => {
@@ -578,7 +689,17 @@ async fn standalone(worker_file: PathBuf, connector_files: Vec<PathBuf>) -> Exit
 
     wait_for_signal().await;
     tracing::info!("shutting down: finishing in-flight batches");
+    let local_tasks: Vec<(String, u32)> = worker
+        .local_task_statuses()
+        .await
+        .into_iter()
+        .map(|(connector, task, _)| (connector, task))
+        .collect();
     worker.shutdown().await;
+    if let Some(c) = &cluster {
+        c.report_all_stopped(local_tasks).await;
+        c.shutdown();
+    }
     shutdown.cancel();
     let _ = server.await;
     if let Some(m) = metrics_server {
@@ -587,6 +708,26 @@ async fn standalone(worker_file: PathBuf, connector_files: Vec<PathBuf>) -> Exit
     drop(embedded);
     tracing::info!("stopped");
     ExitCode::SUCCESS
+}
+
+/// `HOSTNAME:PORT`, the default `worker.id` of a distributed worker: its
+/// static group membership must be unique in the cluster and stable across
+/// restarts.
+fn distributed_worker_id(listen: &str) -> String {
+    let port = listen.rsplit_once(':').map(|(_, p)| p).unwrap_or("8083");
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .or_else(|| {
+            std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .ok()
+                .map(|h| h.trim().to_string())
+                .filter(|h| !h.is_empty())
+        });
+    match host {
+        Some(host) => format!("{host}:{port}"),
+        None => listen.to_string(),
+    }
 }
 
 async fn wait_for_signal() {

@@ -162,6 +162,48 @@ struct WorkerKeys {
     /// `true`: `/health` answers without credentials.
     #[serde(rename = "rest.auth.health.open", default)]
     rest_auth_health_open: Option<String>,
+    /// Distributed mode (`sluice distributed`): see [`ClusterTopicsConfig`].
+    #[serde(rename = "config.storage.topic", default)]
+    config_storage_topic: Option<String>,
+    #[serde(
+        rename = "config.storage.replication.factor",
+        default = "default_internal_replication"
+    )]
+    config_storage_replication_factor: i32,
+    #[serde(rename = "status.storage.topic", default)]
+    status_storage_topic: Option<String>,
+    #[serde(
+        rename = "status.storage.replication.factor",
+        default = "default_internal_replication"
+    )]
+    status_storage_replication_factor: i32,
+    #[serde(rename = "task.slots.topic", default)]
+    task_slots_topic: Option<String>,
+    #[serde(rename = "task.slots.partitions", default = "default_task_slots")]
+    task_slots_partitions: i32,
+    #[serde(
+        rename = "task.slots.replication.factor",
+        default = "default_internal_replication"
+    )]
+    task_slots_replication_factor: i32,
+}
+
+/// The Kafka topics a distributed worker keeps the cluster's state in and
+/// coordinates through (`sluice distributed`).
+#[derive(Debug, Clone)]
+pub struct ClusterTopicsConfig {
+    /// Connector configs, target states and restart requests (one
+    /// partition, compacted).
+    pub config_topic: Option<String>,
+    pub config_replication_factor: i32,
+    /// Task statuses and each worker's task slots (one partition, compacted).
+    pub status_topic: Option<String>,
+    pub status_replication_factor: i32,
+    /// The coordination topic: its partitions are task slots, shared out
+    /// by Kafka's group coordinator (default `<group.id>-task-slots`).
+    pub slots_topic: String,
+    pub slots_partitions: i32,
+    pub slots_replication_factor: i32,
 }
 
 fn default_offsets_topic() -> String {
@@ -184,6 +226,12 @@ fn default_shutdown_ms() -> u64 {
 }
 fn default_partitions() -> i32 {
     3
+}
+fn default_internal_replication() -> i32 {
+    3
+}
+fn default_task_slots() -> i32 {
+    64
 }
 
 /// Prefixes of client settings passed through to librdkafka: `producer.*`
@@ -226,6 +274,7 @@ pub struct WorkerConfig {
     pub producer_overrides: ConfigMap,
     pub consumer_overrides: ConfigMap,
     pub admin_overrides: ConfigMap,
+    pub cluster: ClusterTopicsConfig,
 }
 
 impl WorkerConfig {
@@ -363,6 +412,25 @@ impl WorkerConfig {
                 ));
             }
         };
+        if keys.task_slots_partitions < 1 {
+            return Err(ConfigError::new(
+                "task.slots.partitions",
+                "must be at least 1 (it bounds the tasks a cluster spreads out; 64 by default)",
+            ));
+        }
+        for (key, topic) in [
+            ("config.storage.topic", &keys.config_storage_topic),
+            ("status.storage.topic", &keys.status_storage_topic),
+            ("task.slots.topic", &keys.task_slots_topic),
+        ] {
+            if topic.as_ref().is_some_and(|t| t.trim().is_empty()) {
+                return Err(ConfigError::new(key, "is empty; name a topic"));
+            }
+        }
+        let slots_topic = keys
+            .task_slots_topic
+            .clone()
+            .unwrap_or_else(|| format!("{}-task-slots", keys.group_id));
         if keys.rest_auth_health_open.is_some() && keys.rest_auth_users_file.is_none() {
             return Err(ConfigError::new(
                 "rest.auth.health.open",
@@ -398,6 +466,15 @@ impl WorkerConfig {
             producer_overrides: prefixed.remove("producer.").unwrap_or_default(),
             consumer_overrides: prefixed.remove("consumer.").unwrap_or_default(),
             admin_overrides: prefixed.remove("admin.").unwrap_or_default(),
+            cluster: ClusterTopicsConfig {
+                config_topic: keys.config_storage_topic,
+                config_replication_factor: keys.config_storage_replication_factor,
+                status_topic: keys.status_storage_topic,
+                status_replication_factor: keys.status_storage_replication_factor,
+                slots_topic,
+                slots_partitions: keys.task_slots_partitions,
+                slots_replication_factor: keys.task_slots_replication_factor,
+            },
         })
     }
 

@@ -314,6 +314,85 @@ impl KafkaClients {
         Ok(())
     }
 
+    /// A member of a distributed worker cluster's coordination group
+    /// (`sluice distributed`): no offsets kept, cooperative rebalancing,
+    /// static membership when `instance_id` is given, and the worker's
+    /// `consumer.*` keys (session timeout, heartbeats).
+    pub fn coordination_consumer<C: ConsumerContext>(
+        &self,
+        group_id: &str,
+        instance_id: &str,
+        context: C,
+    ) -> Result<BaseConsumer<C>, KafkaError> {
+        let mut c = self.base();
+        c.set("group.id", group_id)
+            .set("client.id", format!("sluice-worker-{instance_id}"))
+            .set("group.instance.id", instance_id)
+            .set("enable.auto.commit", "false")
+            .set("enable.auto.offset.store", "false")
+            .set("auto.offset.reset", "latest")
+            .set("enable.partition.eof", "false")
+            .set("partition.assignment.strategy", "cooperative-sticky");
+        for (k, v) in &self.consumer_overrides {
+            c.set(k, v);
+        }
+        c.create_with_context(context)
+    }
+
+    /// Creates a worker's internal topic if it is missing; `compact` ones
+    /// keep the latest record of every key forever (`cleanup.policy=compact`),
+    /// as Kafka Connect's config and status topics do. Returns its partition
+    /// count.
+    pub async fn ensure_internal_topic(
+        &self,
+        topic: &str,
+        partitions: i32,
+        replication: i32,
+        compact: bool,
+    ) -> anyhow::Result<i32> {
+        let count = |clients: &Self| -> anyhow::Result<Option<i32>> {
+            let consumer = clients.tool_consumer("sluice-metadata")?;
+            let metadata = tokio::task::block_in_place(|| {
+                consumer.fetch_metadata(Some(topic), Duration::from_secs(30))
+            })?;
+            Ok(metadata
+                .topics()
+                .iter()
+                .find(|t| t.name() == topic && t.error().is_none() && !t.partitions().is_empty())
+                .map(|t| t.partitions().len() as i32))
+        };
+        if let Some(n) = count(self)? {
+            return Ok(n);
+        }
+        if let Some(embedded) = &self.embedded {
+            embedded.create_topic(topic, partitions).await?;
+            return Ok(partitions);
+        }
+        let mut c = self.base();
+        for (k, v) in &self.admin_overrides {
+            c.set(k, v);
+        }
+        let admin: AdminClient<DefaultClientContext> = c.create()?;
+        let mut new = NewTopic::new(topic, partitions, TopicReplication::Fixed(replication));
+        if compact {
+            new = new.set("cleanup.policy", "compact");
+        }
+        let results = admin
+            .create_topics(
+                [&new],
+                &AdminOptions::new().operation_timeout(Some(Duration::from_secs(30))),
+            )
+            .await?;
+        for r in results {
+            match r {
+                Ok(topic) => tracing::info!(topic, partitions, compact, "created internal topic"),
+                Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
+                Err((topic, code)) => anyhow::bail!("creating topic `{topic}`: {code}"),
+            }
+        }
+        Ok(count(self)?.unwrap_or(partitions))
+    }
+
     /// Creates each topic that does not exist yet.
     pub async fn ensure_topics(
         &self,

@@ -4,6 +4,7 @@
 pub mod auth;
 pub mod cli;
 pub mod client;
+pub mod cluster;
 pub mod config;
 pub mod dlq;
 pub mod errors;

@@ -296,6 +296,10 @@ fn worker_error(e: WorkerError) -> ApiError {
             message: m,
         },
         WorkerError::BadRequest(m) => ApiError::bad_request(m),
+        WorkerError::Cluster(m) => ApiError {
+            status: StatusCode::INTERNAL_SERVER_ERROR,
+            message: m,
+        },
     }
 }
 
@@ -365,7 +369,15 @@ async fn pause_connector(
     State(worker): State<Arc<Worker>>,
     Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    match worker.pause(&name).await.map_err(worker_error)? {
+    let changed = match worker.cluster() {
+        Some(cluster) => {
+            cluster
+                .set_target(&worker, &name, TargetState::Paused)
+                .await
+        }
+        None => worker.pause(&name).await,
+    };
+    match changed.map_err(worker_error)? {
         true => Ok(StatusCode::ACCEPTED),
         false => Err(unknown(&name)),
     }
@@ -375,7 +387,15 @@ async fn resume_connector(
     State(worker): State<Arc<Worker>>,
     Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    match worker.resume(&name).await.map_err(worker_error)? {
+    let changed = match worker.cluster() {
+        Some(cluster) => {
+            cluster
+                .set_target(&worker, &name, TargetState::Running)
+                .await
+        }
+        None => worker.resume(&name).await,
+    };
+    match changed.map_err(worker_error)? {
         true => Ok(StatusCode::ACCEPTED),
         false => Err(unknown(&name)),
     }
@@ -385,7 +405,15 @@ async fn stop_connector(
     State(worker): State<Arc<Worker>>,
     Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    match worker.stop(&name).await.map_err(worker_error)? {
+    let changed = match worker.cluster() {
+        Some(cluster) => {
+            cluster
+                .set_target(&worker, &name, TargetState::Stopped)
+                .await
+        }
+        None => worker.stop(&name).await,
+    };
+    match changed.map_err(worker_error)? {
         true => Ok(StatusCode::NO_CONTENT),
         false => Err(unknown(&name)),
     }
@@ -425,10 +453,11 @@ async fn create_connector(
             message: format!("Connector {} already exists", spec.name),
         });
     }
-    worker
-        .create_in(&spec, target)
-        .await
-        .map_err(worker_error)?;
+    match worker.cluster() {
+        Some(cluster) => cluster.create(&worker, &spec, target).await,
+        None => worker.create_in(&spec, target).await,
+    }
+    .map_err(worker_error)?;
     let info = info_json(&worker, &spec.name)
         .await
         .ok_or_else(|| unknown(&spec.name))?;
@@ -439,7 +468,11 @@ async fn delete_connector(
     State(worker): State<Arc<Worker>>,
     Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    if worker.stop_connector(&name).await {
+    let deleted = match worker.cluster() {
+        Some(cluster) => cluster.delete(&worker, &name).await.map_err(worker_error)?,
+        None => worker.stop_connector(&name).await,
+    };
+    if deleted {
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(unknown(&name))
@@ -471,7 +504,11 @@ async fn patch_config(
     }
     let spec = ConnectorSpec::from_json(&json!({"name": name, "config": merged}))
         .map_err(|e| ApiError::bad_request(format!("Connector configuration is invalid: {e}")))?;
-    worker.put(&spec).await.map_err(worker_error)?;
+    match worker.cluster() {
+        Some(cluster) => cluster.put(&worker, &spec).await,
+        None => worker.put(&spec).await,
+    }
+    .map_err(worker_error)?;
     let info = info_json(&worker, &name)
         .await
         .ok_or_else(|| unknown(&name))?;
@@ -497,6 +534,21 @@ async fn restart_connector(
     query: Result<Query<RestartQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Response, ApiError> {
     let Query(q) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    if let Some(cluster) = worker.cluster() {
+        // Every worker restarts the tasks it runs.
+        if !cluster
+            .restart(&worker, &name, q.include_tasks, q.only_failed, None)
+            .await
+            .map_err(worker_error)?
+        {
+            return Err(unknown(&name));
+        }
+        if !q.include_tasks && !q.only_failed {
+            return Ok(StatusCode::NO_CONTENT.into_response());
+        }
+        let status = worker.status(&name).await.ok_or_else(|| unknown(&name))?;
+        return Ok((StatusCode::ACCEPTED, Json(status_json(&worker, &status))).into_response());
+    }
     if !q.include_tasks && !q.only_failed {
         return match worker.restart(&name).await.map_err(worker_error)? {
             true => Ok(StatusCode::NO_CONTENT.into_response()),
@@ -527,7 +579,23 @@ async fn restart_task(
     if worker.spec(&name).await.is_none() {
         return Err(unknown(&name));
     }
-    match worker.restart_task(&name, id).await.map_err(worker_error)? {
+    let restarted = match worker.cluster() {
+        Some(cluster) => {
+            let known = worker
+                .spec(&name)
+                .await
+                .is_some_and(|(_, _, tasks)| tasks.iter().any(|(t, _)| *t == id));
+            if known {
+                cluster
+                    .restart(&worker, &name, false, false, Some(id))
+                    .await
+            } else {
+                Ok(false)
+            }
+        }
+        None => worker.restart_task(&name, id).await,
+    };
+    match restarted.map_err(worker_error)? {
         true => Ok(StatusCode::NO_CONTENT),
         false => Err(ApiError::not_found(format!("Task {name}-{id} not found"))),
     }
@@ -545,7 +613,11 @@ async fn put_config(
         body.map_err(|e| ApiError::bad_request(format!("request body: {}", e.body_text())))?;
     let spec = ConnectorSpec::from_json(&json!({"name": name, "config": config}))
         .map_err(|e| ApiError::bad_request(format!("Connector configuration is invalid: {e}")))?;
-    let outcome = worker.put(&spec).await.map_err(worker_error)?;
+    let outcome = match worker.cluster() {
+        Some(cluster) => cluster.put(&worker, &spec).await,
+        None => worker.put(&spec).await,
+    }
+    .map_err(worker_error)?;
     let info = info_json(&worker, &name)
         .await
         .ok_or_else(|| unknown(&name))?;
@@ -603,8 +675,11 @@ async fn replay_dlq(
     Ok(Json(serde_json::to_value(report).expect("serialises")))
 }
 
-fn task_json(worker: &Worker, id: u32, s: &TaskStatus) -> Value {
-    let mut v = json!({"id": id, "state": s.state, "worker_id": worker.id});
+/// A task's status; `worker_id` the worker running it (in a cluster, maybe
+/// another one).
+fn task_json(worker: &Worker, status: &ConnectorStatus, id: u32, s: &TaskStatus) -> Value {
+    let worker_id = status.task_workers.get(&id).unwrap_or(&worker.id);
+    let mut v = json!({"id": id, "state": s.state, "worker_id": worker_id});
     if let Some(trace) = &s.trace {
         v["trace"] = Value::String(trace.clone());
     }
@@ -619,7 +694,7 @@ fn status_json(worker: &Worker, s: &ConnectorStatus) -> Value {
     json!({
         "name": s.name,
         "connector": connector,
-        "tasks": s.tasks.iter().map(|(id, t)| task_json(worker, *id, t)).collect::<Vec<_>>(),
+        "tasks": s.tasks.iter().map(|(id, t)| task_json(worker, s, *id, t)).collect::<Vec<_>>(),
         "type": s.kind.as_str(),
     })
 }
@@ -658,7 +733,7 @@ async fn get_task_status(
         .iter()
         .find(|(i, _)| *i == id)
         .ok_or_else(|| ApiError::not_found(format!("Task {name}-{id} not found")))?;
-    Ok(Json(task_json(&worker, id, t)))
+    Ok(Json(task_json(&worker, &s, id, t)))
 }
 
 async fn get_offsets(

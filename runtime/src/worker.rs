@@ -77,7 +77,13 @@ pub enum WorkerError {
     /// A request that is wrong for the connector's state or malformed.
     #[error("{0}")]
     BadRequest(String),
+    /// Distributed mode: the cluster's topics could not be written or read.
+    #[error("{0}")]
+    Cluster(String),
 }
+
+/// Task configs by task id.
+type TaskConfigs = Vec<(u32, ConfigMap)>;
 
 struct TaskRuntime {
     id: u32,
@@ -104,6 +110,8 @@ struct ConnectorRuntime {
     restarting: bool,
     /// Tasks stopping for a restart, still shown in status and info.
     pending: Vec<PendingTask>,
+    /// Distributed mode: tasks another worker of the cluster runs.
+    remote: TaskConfigs,
 }
 
 /// What a connector's tasks share: transform chain updates, the paused
@@ -179,6 +187,8 @@ pub struct ConnectorStatus {
     pub kind: ConnectorType,
     pub connector: TaskStatus,
     pub tasks: Vec<(u32, TaskStatus)>,
+    /// Distributed mode: the worker running each task that runs elsewhere.
+    pub task_workers: BTreeMap<u32, String>,
 }
 
 pub struct Worker {
@@ -196,6 +206,9 @@ pub struct Worker {
     connectors: RwLock<BTreeMap<String, ConnectorRuntime>>,
     /// Held while a restart runs, so restarts never interleave.
     restarts: tokio::sync::Mutex<()>,
+    /// Distributed mode: which tasks this worker runs, and the cluster's
+    /// view of the others.
+    cluster: std::sync::OnceLock<Arc<crate::cluster::Cluster>>,
 }
 
 pub struct WorkerOptions {
@@ -240,7 +253,115 @@ impl Worker {
             shutdown_timeout: options.shutdown_timeout,
             connectors: RwLock::new(BTreeMap::new()),
             restarts: tokio::sync::Mutex::new(()),
+            cluster: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Makes this worker a member of a cluster: from now on it runs only the
+    /// tasks whose slots it is assigned (see `cluster`).
+    pub fn join_cluster(&self, cluster: Arc<crate::cluster::Cluster>) {
+        let _ = self.cluster.set(cluster);
+    }
+
+    pub fn cluster(&self) -> Option<&Arc<crate::cluster::Cluster>> {
+        self.cluster.get()
+    }
+
+    /// Whether this worker runs the task: always when standalone.
+    fn runs_task(&self, connector: &str, task: u32) -> bool {
+        self.cluster
+            .get()
+            .is_none_or(|c| c.owns_task(connector, task))
+    }
+
+    /// Distributed mode: starts the tasks this worker was just assigned and
+    /// stops (cleanly, their in-flight batches committing) those it no
+    /// longer is, after a rebalance of the task slots or a new placement.
+    pub async fn reconcile(&self) {
+        let mut to_stop = Vec::new();
+        let mut to_start = Vec::new();
+        {
+            let mut connectors = self.connectors.write().await;
+            for (name, c) in connectors.iter_mut() {
+                if c.stopped || c.restarting {
+                    continue;
+                }
+                let (keep, gone): (Vec<TaskRuntime>, Vec<TaskRuntime>) =
+                    std::mem::take(&mut c.tasks)
+                        .into_iter()
+                        .partition(|t| self.runs_task(name, t.id));
+                c.tasks = keep;
+                for t in gone {
+                    tracing::info!(connector = %name, task = t.id, "task moves to another worker");
+                    c.remote.push((t.id, t.config.clone()));
+                    to_stop.push((name.clone(), t));
+                }
+                if c.remote.iter().any(|(id, _)| self.runs_task(name, *id)) {
+                    to_start.push((name.clone(), c.spec.clone()));
+                }
+            }
+        }
+        self.stop_tasks(to_stop).await;
+        for (name, spec) in to_start {
+            let validated = match self.validate(&spec).await {
+                Ok(v) => v,
+                Err(e) => {
+                    tracing::error!(connector = %name, error = %e, "cannot start the connector's assigned tasks: its config is not valid on this worker");
+                    continue;
+                }
+            };
+            let mut connectors = self.connectors.write().await;
+            let Some(c) = connectors.get_mut(&name) else {
+                continue;
+            };
+            if c.stopped || c.restarting || c.spec != spec {
+                continue;
+            }
+            // A task moving here from a live worker starts once that
+            // worker has stopped it (the next reconcile).
+            let (mine, others): (TaskConfigs, TaskConfigs) = std::mem::take(&mut c.remote)
+                .into_iter()
+                .partition(|(id, _)| {
+                    self.runs_task(&name, *id)
+                        && self.cluster.get().is_none_or(|cl| cl.may_start(&name, *id))
+                });
+            c.remote = others;
+            for (id, config) in mine {
+                let task = self.spawn_task(
+                    &validated,
+                    id,
+                    config,
+                    TaskLinks {
+                        chain: c.chain.subscribe(),
+                        paused: c.paused.subscribe(),
+                        topics: c.topics.clone(),
+                    },
+                    false,
+                );
+                tracing::info!(connector = %name, task = id, "task assigned to this worker");
+                c.tasks.push(task);
+            }
+            c.tasks.sort_by_key(|t| t.id);
+        }
+    }
+
+    /// The status of every task this worker runs.
+    pub async fn local_task_statuses(&self) -> Vec<(String, u32, TaskStatus)> {
+        let connectors = self.connectors.read().await;
+        connectors
+            .iter()
+            .flat_map(|(name, c)| {
+                c.tasks
+                    .iter()
+                    .map(|t| (name.clone(), t.id, t.status.get()))
+                    .chain(
+                        c.pending
+                            .iter()
+                            .map(|p| (name.clone(), p.id, p.status.get())),
+                    )
+                    .collect::<Vec<_>>()
+            })
+            .collect()
     }
 
     /// Writes every connector's config and target state to the config store
@@ -488,7 +609,7 @@ impl Worker {
             self.clients
                 .ensure_topics(&topics, partitions, replication)
                 .await
-                .map_err(|e| start_error(format!("{e:#}")))?;
+                .map_err(|e| start_error(format!("creating topics {topics:?}: {e:#}")))?;
         }
         if matches!(v.plugin, Plugin::Source(_))
             && !stopped
@@ -523,8 +644,13 @@ impl Worker {
         let (paused, _) = tokio::sync::watch::channel(target == TargetState::Paused);
         let topics: Arc<std::sync::Mutex<std::collections::BTreeSet<String>>> = Arc::default();
         let mut tasks = Vec::with_capacity(task_configs.len());
+        let mut remote = Vec::new();
         for (id, config) in task_configs.into_iter().enumerate() {
             let id = id as u32;
+            if !self.runs_task(&name, id) {
+                remote.push((id, config));
+                continue;
+            }
             tasks.push(self.spawn_task(
                 &v,
                 id,
@@ -550,6 +676,7 @@ impl Worker {
                 topics,
                 restarting: false,
                 pending: Vec::new(),
+                remote,
             },
         );
         drop(connectors);
@@ -673,6 +800,7 @@ impl Worker {
             };
             c.stopped = true;
             c.paused.send_replace(false);
+            c.remote.clear();
             std::mem::take(&mut c.tasks)
         };
         self.stop_tasks(tasks.into_iter().map(|t| (name.to_string(), t)).collect())
@@ -1035,11 +1163,15 @@ impl Worker {
         }
         let v = &plan.validated;
         let configs: Vec<(u32, ConfigMap)> = if plan.all {
-            v.task_configs()
+            let configs = v.task_configs();
+            c.remote.clear();
+            let (mine, others): (TaskConfigs, TaskConfigs) = configs
                 .into_iter()
                 .enumerate()
                 .map(|(id, config)| (id as u32, config))
-                .collect()
+                .partition(|(id, _)| self.runs_task(name, *id));
+            c.remote = others;
+            mine
         } else {
             pending.into_iter().map(|p| (p.id, p.config)).collect()
         };
@@ -1268,6 +1400,7 @@ impl Worker {
             .iter()
             .map(|t| (t.id, t.config.clone()))
             .chain(c.pending.iter().map(|p| (p.id, p.config.clone())))
+            .chain(c.remote.iter().cloned())
             .collect();
         tasks.sort_by_key(|(id, _)| *id);
         Some((c.spec.clone(), c.kind, tasks))
@@ -1291,12 +1424,24 @@ impl Worker {
             .map(|t| (t.id, t.status.get()))
             .chain(c.pending.iter().map(|p| (p.id, p.status.get())))
             .collect();
+        let mut task_workers = BTreeMap::new();
+        for (id, _) in &c.remote {
+            let (status, worker) = match self.cluster.get() {
+                Some(cluster) => cluster.remote_task_status(name, *id),
+                None => continue,
+            };
+            tasks.push((*id, status));
+            if let Some(worker) = worker {
+                task_workers.insert(*id, worker);
+            }
+        }
         tasks.sort_by_key(|(id, _)| *id);
         Some(ConnectorStatus {
             name: name.to_string(),
             kind: c.kind,
             connector: TaskStatus { state, trace: None },
             tasks,
+            task_workers,
         })
     }
 

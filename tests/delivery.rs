@@ -511,3 +511,55 @@ async fn the_shipped_stream_example_runs() {
         assert_eq!(v["enriched_by"], "sluice", "{v}");
     }
 }
+
+/// The broker goes down while an exactly-once source and stream run, and
+/// comes back: both carry on, nothing is lost, and the final offsets are
+/// stored.
+#[tokio::test(flavor = "multi_thread")]
+async fn exactly_once_tasks_ride_out_a_broker_outage() {
+    let env = InProcess::start();
+    produce_inputs(&env, "outage-in", 300).await;
+    env.create(eos_source(
+        "outage-src",
+        "outage-orders",
+        600,
+        json!({"rate": "200", "batch.size": "20", "errors.infrastructure.retry.timeout": "120000"}),
+    ))
+    .await;
+    env.create(stream(
+        "outage-stream",
+        "outage-in",
+        json!({"batch.max.records": "20", "errors.infrastructure.retry.timeout": "120000"}),
+    ))
+    .await;
+    eventually(Duration::from_secs(60), "the source under way", || async {
+        let ids = order_ids(&env, "outage-orders");
+        (ids.len() > 100).then_some(())
+    })
+    .await;
+    env.broker.set_up(false).await.unwrap();
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    env.broker.set_up(true).await.unwrap();
+    wait_for_ids(&env, "outage-orders", 600).await;
+    eventually(
+        Duration::from_secs(60),
+        "the source's last offset",
+        || async {
+            offset_records(&env, "outage-src")
+                .last()
+                .is_some_and(|(_, v)| v.as_ref() == Some(&json!({"next": 600})))
+                .then_some(())
+        },
+    )
+    .await;
+    eventually(
+        Duration::from_secs(90),
+        "every stream record out",
+        || async { (output_ids(&env, "outage-in.out").len() == 300).then_some(()) },
+    )
+    .await;
+    for name in ["outage-src", "outage-stream"] {
+        let status = env.worker.status(name).await.unwrap();
+        assert_eq!(status.tasks[0].1.state, State::Running, "{name}");
+    }
+}

@@ -485,6 +485,8 @@ enum BrokerCommand {
     /// (fault injection, for testing error handling against the real
     /// protocol).
     FailRequests(rdkafka::types::RDKafkaApiKey, Vec<RDKafkaRespErr>),
+    /// Take the broker down (`false`) or bring it back up (`true`).
+    SetBrokerUp(bool),
 }
 
 /// Data beyond about this much per partition is silently dropped by the mock.
@@ -525,6 +527,14 @@ impl EmbeddedBroker {
                             cluster.request_errors(api, &errors);
                             Ok(())
                         }
+                        BrokerCommand::SetBrokerUp(up) => {
+                            let result = if up {
+                                cluster.broker_up(1)
+                            } else {
+                                cluster.broker_down(1)
+                            };
+                            result.map_err(|e| anyhow::anyhow!("changing the embedded broker: {e}"))
+                        }
                     };
                     let _ = reply.send(result);
                 }
@@ -553,6 +563,12 @@ impl EmbeddedBroker {
         errors: Vec<RDKafkaRespErr>,
     ) -> anyhow::Result<()> {
         self.command(BrokerCommand::FailRequests(api, errors)).await
+    }
+
+    /// Takes the broker down (`false`: every connection fails) or brings
+    /// it back (`true`), for testing outages against the real protocol.
+    pub async fn set_up(&self, up: bool) -> anyhow::Result<()> {
+        self.command(BrokerCommand::SetBrokerUp(up)).await
     }
 
     async fn command(&self, command: BrokerCommand) -> anyhow::Result<()> {

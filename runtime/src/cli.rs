@@ -414,10 +414,7 @@ async fn standalone(worker_file: PathBuf, connector_files: Vec<PathBuf>) -> Exit
         }
     };
     let listen = worker_config.listen_addr();
-    let worker_id = worker_config
-        .worker_id
-        .clone()
-        .unwrap_or_else(|| listen.clone());
+    let worker_id = worker_config.resolved_worker_id();
     let worker = match Worker::new(WorkerOptions {
         id: worker_id,
         wasm_cache_dir: worker_config.wasm_cache_dir.clone(),

@@ -28,7 +28,18 @@ pub struct KafkaClients {
     consumer_overrides: Vec<(String, String)>,
     admin_overrides: Vec<(String, String)>,
     embedded: Option<EmbeddedBroker>,
+    /// Prefix of every consumer's `group.instance.id` (static membership).
+    worker_id: String,
 }
+
+/// Consumer group defaults for tasks (see [`KafkaClients::consumer`]);
+/// Kafka's own defaults (45 s, 3 s) make a slow restart a rebalance.
+pub const SESSION_TIMEOUT_MS: u64 = 60_000;
+pub const HEARTBEAT_INTERVAL_MS: u64 = 10_000;
+/// The floor of `max.poll.interval.ms` (Kafka's default).
+const MAX_POLL_INTERVAL_FLOOR_MS: u64 = 300_000;
+/// librdkafka's ceiling of `max.poll.interval.ms`.
+const MAX_POLL_INTERVAL_CEILING_MS: u64 = 86_400_000;
 
 impl KafkaClients {
     pub fn new(
@@ -45,7 +56,15 @@ impl KafkaClients {
             consumer_overrides: pairs(&worker.consumer_overrides),
             admin_overrides: pairs(&worker.admin_overrides),
             embedded,
+            worker_id: worker.resolved_worker_id(),
         }
+    }
+
+    /// The static member id of a task's consumer: stable across restarts
+    /// of the task and of the worker, distinct per worker, connector and
+    /// task.
+    pub fn group_instance_id(&self, connector: &str, task: u32) -> String {
+        format!("{}-{connector}-{task}", self.worker_id)
     }
 
     pub fn bootstrap_servers(&self) -> &str {
@@ -90,8 +109,17 @@ impl KafkaClients {
         c.create()
     }
 
-    /// A consumer that never auto-commits, reads only committed records, and
-    /// never jumps over lost data (see [`SafeConsumerContext`]).
+    /// A task's consumer: it never auto-commits, reads only committed
+    /// records, and never jumps over lost data (see [`SafeConsumerContext`]).
+    /// Group defaults for stable membership: cooperative-sticky assignment
+    /// (a rebalance moves only the partitions that change owner), static
+    /// membership (`group.instance.id` from the worker id, connector and
+    /// task, so a restart within `session.timeout.ms` is no rebalance),
+    /// `session.timeout.ms=60000`, `heartbeat.interval.ms=10000`, and
+    /// `max.poll.interval.ms` covering the longest batch (the rebalance
+    /// timeout: a revocation waits for the batch in flight). The worker's
+    /// `consumer.*` keys and then the connector's `consumer.override.*` keys
+    /// (`overrides`) replace any of them.
     pub fn consumer(
         &self,
         group_id: &str,
@@ -109,14 +137,47 @@ impl KafkaClients {
             // assignment; anything else out of range is data loss, an error.
             .set("auto.offset.reset", "error")
             .set("enable.partition.eof", "false")
-            .set("partition.assignment.strategy", "cooperative-sticky")
             .set("statistics.interval.ms", "5000");
-        for (k, v) in self
+        let settings: Vec<(&String, &String)> = self
             .consumer_overrides
             .iter()
             .map(|(k, v)| (k, v))
             .chain(overrides)
-        {
+            .collect();
+        let overridden = |key: &str| settings.iter().any(|(k, _)| k.as_str() == key);
+        // KIP-848's protocol has the broker own assignment and timeouts;
+        // librdkafka rejects the classic keys there.
+        let classic = settings
+            .iter()
+            .rev()
+            .find(|(k, _)| k.as_str() == "group.protocol")
+            .is_none_or(|(_, v)| v.as_str() == "classic");
+        c.set(
+            "group.instance.id",
+            self.group_instance_id(&context.connector, context.task),
+        );
+        if classic {
+            c.set("partition.assignment.strategy", "cooperative-sticky")
+                .set("session.timeout.ms", SESSION_TIMEOUT_MS.to_string())
+                .set("heartbeat.interval.ms", HEARTBEAT_INTERVAL_MS.to_string());
+            let longest_batch_ms =
+                u64::try_from(context.longest_batch.as_millis()).unwrap_or(u64::MAX);
+            let mut max_poll = longest_batch_ms
+                .saturating_add(60_000)
+                .clamp(MAX_POLL_INTERVAL_FLOOR_MS, MAX_POLL_INTERVAL_CEILING_MS);
+            if overridden("session.timeout.ms") {
+                // librdkafka requires max.poll.interval.ms >= session.timeout.ms.
+                let session = settings
+                    .iter()
+                    .rev()
+                    .find(|(k, _)| k.as_str() == "session.timeout.ms")
+                    .and_then(|(_, v)| v.parse::<u64>().ok())
+                    .unwrap_or(SESSION_TIMEOUT_MS);
+                max_poll = max_poll.max(session);
+            }
+            c.set("max.poll.interval.ms", max_poll.to_string());
+        }
+        for (k, v) in settings {
             c.set(k, v);
         }
         c.create_with_context(context)
@@ -384,6 +445,22 @@ pub struct SafeConsumerContext {
     /// Exactly-once sinks: new partitions stay paused until the task has
     /// moved them to the offsets stored with its data.
     pub pause_assigned: bool,
+    /// The longest a batch may take to be written (with its retries):
+    /// `max.poll.interval.ms`, the rebalance timeout, covers it.
+    pub longest_batch: Duration,
+    /// Revocations wait while the task holds records (see
+    /// [`SafeConsumerContext::hold_revocations`]).
+    revocations: std::sync::Mutex<Revocations>,
+    /// Set when the task stops: what the consumer releases then is no
+    /// rebalance.
+    closing: std::sync::atomic::AtomicBool,
+}
+
+/// Partitions whose revocation waits for the batch in flight.
+#[derive(Default)]
+struct Revocations {
+    holding: bool,
+    deferred: Vec<(String, i32)>,
 }
 
 impl ClientContext for SafeConsumerContext {
@@ -449,11 +526,24 @@ impl ConsumerContext for SafeConsumerContext {
                 {
                     tracing::error!(connector = %self.connector, error = %e, "pausing new partitions failed");
                 }
-                tracing::info!(connector = %self.connector, gained = ?partitions, "rebalance: partitions assigned");
-                self.record_rebalance(&partitions, true);
+                tracing::info!(connector = %self.connector, task = self.task, gained = ?partitions, "rebalance: partitions assigned");
+                self.record_rebalance(&partitions, true, true);
                 let _ = self.events.send(ConsumerEvent::Assigned(partitions));
             }
             RDKafkaRespErr::RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS => {
+                let closing = self.closing.load(std::sync::atomic::Ordering::SeqCst);
+                if cooperative && !closing {
+                    let mut revocations = self.revocations.lock().expect("revocations lock");
+                    if revocations.holding {
+                        // The records in flight are written and committed
+                        // before the partitions go (`release_revocations`);
+                        // the rebalance waits for that, up to the rebalance
+                        // timeout (max.poll.interval.ms).
+                        tracing::info!(connector = %self.connector, task = self.task, lost = ?partitions, "rebalance: revocation waits for the batch in flight");
+                        revocations.deferred.extend(partitions);
+                        return;
+                    }
+                }
                 let result = if cooperative {
                     consumer.incremental_unassign(tpl)
                 } else {
@@ -462,9 +552,7 @@ impl ConsumerContext for SafeConsumerContext {
                 if let Err(e) = result {
                     tracing::error!(connector = %self.connector, error = %e, "revoking partitions failed");
                 }
-                tracing::info!(connector = %self.connector, lost = ?partitions, "rebalance: partitions revoked");
-                self.record_rebalance(&partitions, false);
-                let _ = self.events.send(ConsumerEvent::Revoked(partitions));
+                self.revoked(partitions, closing);
             }
             other => {
                 tracing::error!(connector = %self.connector, error = ?other, "rebalance error");
@@ -488,7 +576,71 @@ impl SafeConsumerContext {
             metrics,
             assigned: Default::default(),
             pause_assigned: false,
+            longest_batch: Duration::ZERO,
+            revocations: Default::default(),
+            closing: Default::default(),
         }
+    }
+
+    /// `max.poll.interval.ms` is sized to cover a batch this long.
+    pub fn with_longest_batch(mut self, longest: Duration) -> Self {
+        self.longest_batch = longest;
+        self
+    }
+
+    /// From now on the task holds records not yet committed: a revocation
+    /// arriving meanwhile is deferred until [`Self::release_revocations`].
+    pub fn hold_revocations(&self) {
+        self.revocations.lock().expect("revocations lock").holding = true;
+    }
+
+    /// The records held are committed (or will be read again): partitions
+    /// whose revocation waited are released now. Blocking (it talks to the
+    /// group coordinator through librdkafka).
+    pub fn release_revocations(&self, consumer: &impl Consumer<Self>) {
+        let deferred = {
+            let mut revocations = self.revocations.lock().expect("revocations lock");
+            revocations.holding = false;
+            std::mem::take(&mut revocations.deferred)
+        };
+        if deferred.is_empty() {
+            return;
+        }
+        let mut tpl = TopicPartitionList::new();
+        for (topic, partition) in &deferred {
+            tpl.add_partition(topic, *partition);
+        }
+        if let Err(e) = consumer.incremental_unassign(&tpl) {
+            tracing::error!(connector = %self.connector, error = %e, "revoking partitions failed");
+        }
+        let closing = self.closing.load(std::sync::atomic::Ordering::SeqCst);
+        self.revoked(deferred, closing);
+    }
+
+    /// Whether the task still owns `partition` (a revoked one's records are
+    /// not processed).
+    pub fn owns(&self, topic: &str, partition: i32) -> bool {
+        self.assigned
+            .lock()
+            .expect("assigned lock")
+            .contains(&(topic.to_string(), partition))
+    }
+
+    /// The task is stopping: what its consumer gives up from now on is no
+    /// rebalance (with static membership the group does not even see it).
+    pub fn mark_closing(&self) {
+        self.closing
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn revoked(&self, partitions: Vec<(String, i32)>, closing: bool) {
+        if closing {
+            tracing::info!(connector = %self.connector, task = self.task, released = ?partitions, "partitions released as the task stops");
+        } else {
+            tracing::info!(connector = %self.connector, task = self.task, lost = ?partitions, "rebalance: partitions revoked");
+        }
+        self.record_rebalance(&partitions, false, !closing);
+        let _ = self.events.send(ConsumerEvent::Revoked(partitions));
     }
 
     /// New partitions are paused on assignment, for the task to seek and
@@ -498,12 +650,21 @@ impl SafeConsumerContext {
         self
     }
 
-    fn record_rebalance(&self, partitions: &[(String, i32)], gained: bool) {
+    /// Counts a rebalance (unless `count` is false: the task's own stop)
+    /// and the partitions it moved, and tracks the assignment.
+    fn record_rebalance(&self, partitions: &[(String, i32)], gained: bool, count: bool) {
         let task = self.task.to_string();
-        self.metrics
-            .rebalances
-            .with_label_values(&[self.connector.as_ref(), task.as_str()])
-            .inc();
+        if count {
+            let change = if gained { "gained" } else { "lost" };
+            self.metrics
+                .rebalances
+                .with_label_values(&[self.connector.as_ref(), task.as_str()])
+                .inc();
+            self.metrics
+                .rebalance_partitions
+                .with_label_values(&[self.connector.as_ref(), task.as_str(), change])
+                .inc_by(partitions.len() as u64);
+        }
         let mut assigned = self.assigned.lock().expect("assigned lock");
         for p in partitions {
             if gained {

@@ -38,8 +38,10 @@ pub const SESSION_TIMEOUT_MS: u64 = 60_000;
 pub const HEARTBEAT_INTERVAL_MS: u64 = 10_000;
 /// The floor of `max.poll.interval.ms` (Kafka's default).
 const MAX_POLL_INTERVAL_FLOOR_MS: u64 = 300_000;
-/// librdkafka's ceiling of `max.poll.interval.ms`.
-const MAX_POLL_INTERVAL_CEILING_MS: u64 = 86_400_000;
+/// The ceiling of the derived `max.poll.interval.ms` (with infrastructure
+/// retries forever, a batch has no bound): a rebalance never waits longer
+/// for a member's batch in flight.
+const MAX_POLL_INTERVAL_CEILING_MS: u64 = 1_800_000;
 
 impl KafkaClients {
     pub fn new(
@@ -152,10 +154,16 @@ impl KafkaClients {
             .rev()
             .find(|(k, _)| k.as_str() == "group.protocol")
             .is_none_or(|(_, v)| v.as_str() == "classic");
-        c.set(
-            "group.instance.id",
-            self.group_instance_id(&context.connector, context.task),
-        );
+        // An empty `group.instance.id` override turns static membership off.
+        let dynamic = settings
+            .iter()
+            .any(|(k, v)| k.as_str() == "group.instance.id" && v.is_empty());
+        if !dynamic {
+            c.set(
+                "group.instance.id",
+                self.group_instance_id(&context.connector, context.task),
+            );
+        }
         if classic {
             c.set("partition.assignment.strategy", "cooperative-sticky")
                 .set("session.timeout.ms", SESSION_TIMEOUT_MS.to_string())
@@ -178,7 +186,11 @@ impl KafkaClients {
             c.set("max.poll.interval.ms", max_poll.to_string());
         }
         for (k, v) in settings {
-            c.set(k, v);
+            if k.as_str() == "group.instance.id" && v.is_empty() {
+                c.remove(k);
+            } else {
+                c.set(k, v);
+            }
         }
         c.create_with_context(context)
     }
@@ -526,7 +538,9 @@ impl ConsumerContext for SafeConsumerContext {
                 {
                     tracing::error!(connector = %self.connector, error = %e, "pausing new partitions failed");
                 }
-                tracing::info!(connector = %self.connector, task = self.task, gained = ?partitions, "rebalance: partitions assigned");
+                if !partitions.is_empty() {
+                    tracing::info!(connector = %self.connector, task = self.task, gained = ?partitions, "rebalance: partitions assigned");
+                }
                 self.record_rebalance(&partitions, true, true);
                 let _ = self.events.send(ConsumerEvent::Assigned(partitions));
             }
@@ -634,7 +648,8 @@ impl SafeConsumerContext {
     }
 
     fn revoked(&self, partitions: Vec<(String, i32)>, closing: bool) {
-        if closing {
+        if partitions.is_empty() {
+        } else if closing {
             tracing::info!(connector = %self.connector, task = self.task, released = ?partitions, "partitions released as the task stops");
         } else {
             tracing::info!(connector = %self.connector, task = self.task, lost = ?partitions, "rebalance: partitions revoked");
@@ -654,7 +669,8 @@ impl SafeConsumerContext {
     /// and the partitions it moved, and tracks the assignment.
     fn record_rebalance(&self, partitions: &[(String, i32)], gained: bool, count: bool) {
         let task = self.task.to_string();
-        if count {
+        // librdkafka also reports cooperative rounds that move nothing.
+        if count && !partitions.is_empty() {
             let change = if gained { "gained" } else { "lost" };
             self.metrics
                 .rebalances

@@ -639,9 +639,10 @@ impl Worker {
             if chain_changed {
                 c.chain.send_replace(v.chain.clone());
             }
-            let (keep, removed): (Vec<TaskRuntime>, Vec<TaskRuntime>) = std::mem::take(&mut c.tasks)
-                .into_iter()
-                .partition(|t| configs.get(t.id as usize) == Some(&t.config));
+            let (keep, removed): (Vec<TaskRuntime>, Vec<TaskRuntime>) =
+                std::mem::take(&mut c.tasks)
+                    .into_iter()
+                    .partition(|t| configs.get(t.id as usize) == Some(&t.config));
             c.tasks = keep;
             removed
         };

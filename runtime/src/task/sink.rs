@@ -282,7 +282,10 @@ async fn write_with_backpressure<R>(
             tracing::warn!(error = %e, "resuming partitions after backpressure failed");
         }
         paused_gauge.set(0);
-        tracing::info!(partitions = resume.count(), "backpressure: the batch is written; partitions resumed");
+        tracing::info!(
+            partitions = resume.count(),
+            "backpressure: the batch is written; partitions resumed"
+        );
     }
     (result, data_lost)
 }
@@ -380,8 +383,7 @@ async fn write_batch(
             let mut dead = BTreeSet::new();
             if !outputs.is_empty()
                 && let Err(e) =
-                    put_isolating(task, errors, &class, &inputs, &outputs, &mut dead, false)
-                        .await
+                    put_isolating(task, errors, &class, &inputs, &outputs, &mut dead, false).await
             {
                 if env.cancel.is_cancelled() {
                     // Stopping: the batch is not committed and is read again.

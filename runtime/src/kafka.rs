@@ -129,6 +129,25 @@ impl KafkaClients {
         context: SafeConsumerContext,
         overrides: &sluice_sdk::ConfigMap,
     ) -> Result<rdkafka::consumer::StreamConsumer<SafeConsumerContext>, KafkaError> {
+        self.consumer_config(
+            group_id,
+            client_id,
+            (&context.connector, context.task),
+            context.longest_batch,
+            overrides,
+        )
+        .create_with_context(context)
+    }
+
+    /// The settings of [`Self::consumer`], for the task `(connector, task)`.
+    fn consumer_config(
+        &self,
+        group_id: &str,
+        client_id: &str,
+        (connector, task): (&str, u32),
+        longest_batch: Duration,
+        overrides: &sluice_sdk::ConfigMap,
+    ) -> ClientConfig {
         let mut c = self.base();
         c.set("group.id", group_id)
             .set("client.id", client_id)
@@ -159,32 +178,28 @@ impl KafkaClients {
             .iter()
             .any(|(k, v)| k.as_str() == "group.instance.id" && v.is_empty());
         if !dynamic {
-            c.set(
-                "group.instance.id",
-                self.group_instance_id(&context.connector, context.task),
-            );
+            c.set("group.instance.id", self.group_instance_id(connector, task));
         }
         if classic {
             c.set("partition.assignment.strategy", "cooperative-sticky")
                 .set("session.timeout.ms", SESSION_TIMEOUT_MS.to_string())
                 .set("heartbeat.interval.ms", HEARTBEAT_INTERVAL_MS.to_string());
-            let longest_batch_ms =
-                u64::try_from(context.longest_batch.as_millis()).unwrap_or(u64::MAX);
-            let mut max_poll = longest_batch_ms
-                .saturating_add(60_000)
-                .clamp(MAX_POLL_INTERVAL_FLOOR_MS, MAX_POLL_INTERVAL_CEILING_MS);
-            if overridden("session.timeout.ms") {
-                // librdkafka requires max.poll.interval.ms >= session.timeout.ms.
-                let session = settings
-                    .iter()
-                    .rev()
-                    .find(|(k, _)| k.as_str() == "session.timeout.ms")
-                    .and_then(|(_, v)| v.parse::<u64>().ok())
-                    .unwrap_or(SESSION_TIMEOUT_MS);
-                max_poll = max_poll.max(session);
-            }
-            c.set("max.poll.interval.ms", max_poll.to_string());
         }
+        let longest_batch_ms = u64::try_from(longest_batch.as_millis()).unwrap_or(u64::MAX);
+        let mut max_poll = longest_batch_ms
+            .saturating_add(60_000)
+            .clamp(MAX_POLL_INTERVAL_FLOOR_MS, MAX_POLL_INTERVAL_CEILING_MS);
+        if classic && overridden("session.timeout.ms") {
+            // librdkafka requires max.poll.interval.ms >= session.timeout.ms.
+            let session = settings
+                .iter()
+                .rev()
+                .find(|(k, _)| k.as_str() == "session.timeout.ms")
+                .and_then(|(_, v)| v.parse::<u64>().ok())
+                .unwrap_or(SESSION_TIMEOUT_MS);
+            max_poll = max_poll.max(session);
+        }
+        c.set("max.poll.interval.ms", max_poll.to_string());
         for (k, v) in settings {
             if k.as_str() == "group.instance.id" && v.is_empty() {
                 c.remove(k);
@@ -192,7 +207,7 @@ impl KafkaClients {
                 c.set(k, v);
             }
         }
-        c.create_with_context(context)
+        c
     }
 
     /// A plain consumer for tools (DLQ inspect and replay): no
@@ -741,4 +756,102 @@ pub fn is_offset_out_of_range(e: &KafkaError) -> bool {
             RDKafkaErrorCode::AutoOffsetReset | RDKafkaErrorCode::OffsetOutOfRange
         )
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn clients(worker: &[(&str, &str)]) -> KafkaClients {
+        let map = worker
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let config = WorkerConfig::from_map(&map).unwrap();
+        KafkaClients::new(&config, "localhost:9092".into(), None)
+    }
+
+    fn config(clients: &KafkaClients, overrides: &[(&str, &str)]) -> ClientConfig {
+        let overrides = overrides
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        clients.consumer_config(
+            "connect-orders",
+            "sluice-orders-1",
+            ("orders", 1),
+            Duration::from_secs(300),
+            &overrides,
+        )
+    }
+
+    #[test]
+    fn task_consumers_get_stable_membership_defaults() {
+        let c = config(&clients(&[("worker.id", "w1")]), &[]);
+        assert_eq!(
+            c.get("partition.assignment.strategy"),
+            Some("cooperative-sticky")
+        );
+        assert_eq!(c.get("group.instance.id"), Some("w1-orders-1"));
+        assert_eq!(c.get("session.timeout.ms"), Some("60000"));
+        assert_eq!(c.get("heartbeat.interval.ms"), Some("10000"));
+        // The longest batch plus a minute.
+        assert_eq!(c.get("max.poll.interval.ms"), Some("360000"));
+        assert_eq!(c.get("enable.auto.commit"), Some("false"));
+    }
+
+    #[test]
+    fn worker_and_connector_overrides_replace_the_defaults() {
+        let clients = clients(&[
+            ("worker.id", "w1"),
+            ("consumer.heartbeat.interval.ms", "3000"),
+        ]);
+        let c = config(
+            &clients,
+            &[
+                ("session.timeout.ms", "900000"),
+                ("partition.assignment.strategy", "range"),
+            ],
+        );
+        assert_eq!(c.get("heartbeat.interval.ms"), Some("3000"));
+        assert_eq!(c.get("session.timeout.ms"), Some("900000"));
+        assert_eq!(c.get("partition.assignment.strategy"), Some("range"));
+        // librdkafka wants it at least the session timeout.
+        assert_eq!(c.get("max.poll.interval.ms"), Some("900000"));
+        let c = config(&clients, &[("max.poll.interval.ms", "5000")]);
+        assert_eq!(c.get("max.poll.interval.ms"), Some("5000"));
+    }
+
+    #[test]
+    fn an_empty_instance_id_turns_static_membership_off() {
+        let c = config(&clients(&[]), &[("group.instance.id", "")]);
+        assert_eq!(c.get("group.instance.id"), None);
+    }
+
+    #[test]
+    fn the_consumer_protocol_gets_no_classic_keys() {
+        let c = config(&clients(&[]), &[("group.protocol", "consumer")]);
+        for key in [
+            "partition.assignment.strategy",
+            "session.timeout.ms",
+            "heartbeat.interval.ms",
+        ] {
+            assert_eq!(c.get(key), None, "{key}");
+        }
+        assert!(c.get("group.instance.id").is_some());
+    }
+
+    #[test]
+    fn the_worker_id_defaults_to_host_and_rest_port() {
+        let config = WorkerConfig::from_map(
+            &[("listeners".to_string(), "http://0.0.0.0:8090".to_string())]
+                .into_iter()
+                .collect(),
+        )
+        .unwrap();
+        let id = config.resolved_worker_id();
+        assert!(id.ends_with(":8090"), "{id}");
+        assert!(!id.starts_with("0.0.0.0"), "{id}");
+        assert_eq!(id, config.resolved_worker_id(), "stable");
+    }
 }

@@ -130,6 +130,9 @@ async fn tasks_restart_join_and_leave_under_load_without_loss_or_duplicates() {
         "auto.create": "true",
         "table.name.format": "stable_rows",
         "batch.max.records": "50",
+        // Static membership, which the embedded broker otherwise goes
+        // without: `stable-stable-N` per task.
+        "consumer.override.group.instance.id": "stable",
         "consumer.override.session.timeout.ms": "6000",
         "consumer.override.heartbeat.interval.ms": "500",
     });
@@ -264,6 +267,7 @@ async fn tasks_restart_join_and_leave_under_load_without_loss_or_duplicates() {
         ],
         "rows, distinct ids, lowest and highest id: every record once"
     );
+    env.worker.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -375,4 +379,5 @@ async fn a_slow_sink_pauses_the_consumer_instead_of_getting_it_evicted() {
         .with_label_values(&["slow", "0"])
         .get();
     assert!(pauses >= 1);
+    env.worker.shutdown().await;
 }

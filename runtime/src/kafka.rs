@@ -173,12 +173,25 @@ impl KafkaClients {
             .rev()
             .find(|(k, _)| k.as_str() == "group.protocol")
             .is_none_or(|(_, v)| v.as_str() == "classic");
-        // An empty `group.instance.id` override turns static membership off.
-        let dynamic = settings
+        // Static membership: on by default except on the embedded broker,
+        // whose mock does not implement it (a restarted task would wait for
+        // its former self's session to expire). A `group.instance.id`
+        // setting replaces the worker id in it (tasks must differ), or,
+        // empty, turns it off.
+        let instance_prefix = settings
             .iter()
-            .any(|(k, v)| k.as_str() == "group.instance.id" && v.is_empty());
-        if !dynamic {
-            c.set("group.instance.id", self.group_instance_id(connector, task));
+            .rev()
+            .find(|(k, _)| k.as_str() == "group.instance.id")
+            .map(|(_, v)| v.as_str());
+        match instance_prefix {
+            Some("") => {}
+            Some(prefix) => {
+                c.set("group.instance.id", format!("{prefix}-{connector}-{task}"));
+            }
+            None if self.is_embedded() => {}
+            None => {
+                c.set("group.instance.id", self.group_instance_id(connector, task));
+            }
         }
         if classic {
             c.set("partition.assignment.strategy", "cooperative-sticky")
@@ -201,9 +214,7 @@ impl KafkaClients {
         }
         c.set("max.poll.interval.ms", max_poll.to_string());
         for (k, v) in settings {
-            if k.as_str() == "group.instance.id" && v.is_empty() {
-                c.remove(k);
-            } else {
+            if k.as_str() != "group.instance.id" {
                 c.set(k, v);
             }
         }
@@ -663,11 +674,12 @@ impl SafeConsumerContext {
     }
 
     fn revoked(&self, partitions: Vec<(String, i32)>, closing: bool) {
-        if partitions.is_empty() {
-        } else if closing {
-            tracing::info!(connector = %self.connector, task = self.task, released = ?partitions, "partitions released as the task stops");
-        } else {
-            tracing::info!(connector = %self.connector, task = self.task, lost = ?partitions, "rebalance: partitions revoked");
+        if !partitions.is_empty() {
+            if closing {
+                tracing::info!(connector = %self.connector, task = self.task, released = ?partitions, "partitions released as the task stops");
+            } else {
+                tracing::info!(connector = %self.connector, task = self.task, lost = ?partitions, "rebalance: partitions revoked");
+            }
         }
         self.record_rebalance(&partitions, false, !closing);
         let _ = self.events.send(ConsumerEvent::Revoked(partitions));
@@ -823,9 +835,11 @@ mod tests {
     }
 
     #[test]
-    fn an_empty_instance_id_turns_static_membership_off() {
+    fn an_instance_id_setting_replaces_the_worker_id_or_turns_static_membership_off() {
         let c = config(&clients(&[]), &[("group.instance.id", "")]);
         assert_eq!(c.get("group.instance.id"), None);
+        let c = config(&clients(&[]), &[("group.instance.id", "blue")]);
+        assert_eq!(c.get("group.instance.id"), Some("blue-orders-1"));
     }
 
     #[test]

@@ -81,8 +81,11 @@ pub async fn run(
     consumer
         .subscribe(&topics)
         .map_err(|e| ConnectError::fatal(format!("subscribing to {topics:?}")).with_source(e))?;
+    // However the task ends (even dropped mid-batch when aborted), nothing
+    // is held once it does: a revocation that waited, or the consumer's
+    // own on close, goes through.
+    let _release_on_drop = ReleaseOnDrop(consumer.clone());
     let result = run_loop(&mut env, task.as_mut(), &consumer, &mut events_rx, &errors).await;
-    // Nothing is held any more: a revocation that waited goes through.
     consumer.context().mark_closing();
     let releasing = consumer.clone();
     let _ = tokio::task::spawn_blocking(move || {
@@ -99,11 +102,21 @@ pub async fn run(
     // Otherwise (a restart) the consumer closes without leaving: as a
     // static member, its successor takes the same partitions back without
     // a rebalance if it rejoins within `session.timeout.ms`.
-    let closing = consumer.clone();
-    drop(consumer);
-    let _ = tokio::task::spawn_blocking(move || drop(closing)).await;
     task.stop().await;
     result
+}
+
+/// Marks the consumer closing and releases held revocations when dropped,
+/// before the consumer closes (it holds a reference): a close waiting for
+/// a revocation the loop will never release would never end.
+struct ReleaseOnDrop(Arc<SafeConsumer>);
+
+impl Drop for ReleaseOnDrop {
+    fn drop(&mut self) {
+        let context = self.0.context();
+        context.mark_closing();
+        context.release_revocations(self.0.as_ref());
+    }
 }
 
 /// How long one batch may take to be written, with its retries: the

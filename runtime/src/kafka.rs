@@ -194,8 +194,12 @@ impl KafkaClients {
             }
         }
         if classic {
-            c.set("partition.assignment.strategy", "cooperative-sticky")
-                .set("session.timeout.ms", SESSION_TIMEOUT_MS.to_string())
+            c.set("partition.assignment.strategy", "cooperative-sticky");
+        }
+        // Not on the embedded broker either: its mock makes every rebalance
+        // wait up to the session timeout for members to rejoin.
+        if classic && !self.is_embedded() {
+            c.set("session.timeout.ms", SESSION_TIMEOUT_MS.to_string())
                 .set("heartbeat.interval.ms", HEARTBEAT_INTERVAL_MS.to_string());
         }
         let longest_batch_ms = u64::try_from(longest_batch.as_millis()).unwrap_or(u64::MAX);

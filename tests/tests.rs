@@ -7,6 +7,7 @@
 mod fixtures;
 
 mod config_errors;
+mod consumer_stability;
 mod crash;
 mod delivery;
 mod distributed;

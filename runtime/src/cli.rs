@@ -498,15 +498,7 @@ async fn run_worker(worker_file: PathBuf, connector_files: Vec<PathBuf>, mode: M
         }
     };
     let listen = worker_config.listen_addr();
-    let worker_id = worker_config
-        .worker_id
-        .clone()
-        .unwrap_or_else(|| match mode {
-            Mode::Standalone => listen.clone(),
-            // Cluster members need ids unique across machines: the listener's
-            // address (often 0.0.0.0) is not.
-            Mode::Distributed => distributed_worker_id(&listen),
-        });
+    let worker_id = worker_config.resolved_worker_id();
     let worker = match Worker::new(WorkerOptions {
         id: worker_id,
         wasm_cache_dir: worker_config.wasm_cache_dir.clone(),
@@ -708,26 +700,6 @@ async fn run_worker(worker_file: PathBuf, connector_files: Vec<PathBuf>, mode: M
     drop(embedded);
     tracing::info!("stopped");
     ExitCode::SUCCESS
-}
-
-/// `HOSTNAME:PORT`, the default `worker.id` of a distributed worker: its
-/// static group membership must be unique in the cluster and stable across
-/// restarts.
-fn distributed_worker_id(listen: &str) -> String {
-    let port = listen.rsplit_once(':').map(|(_, p)| p).unwrap_or("8083");
-    let host = std::env::var("HOSTNAME")
-        .ok()
-        .filter(|h| !h.is_empty())
-        .or_else(|| {
-            std::fs::read_to_string("/proc/sys/kernel/hostname")
-                .ok()
-                .map(|h| h.trim().to_string())
-                .filter(|h| !h.is_empty())
-        });
-    match host {
-        Some(host) => format!("{host}:{port}"),
-        None => listen.to_string(),
-    }
 }
 
 async fn wait_for_signal() {

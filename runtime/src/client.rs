@@ -550,6 +550,9 @@ async fn connectors_command(
                             "updated (transforms swapped in without a restart)".to_string()
                         }
                         (_, Some("restarted")) => "updated (tasks restarted)".to_string(),
+                        (_, Some("tasks-resized")) => {
+                            "updated (tasks added or removed; the others went on)".to_string()
+                        }
                         (_, Some("unchanged")) => "unchanged".to_string(),
                         _ => "updated".to_string(),
                     };

@@ -482,6 +482,26 @@ impl WorkerConfig {
     pub fn listen_addr(&self) -> String {
         parse_listener(&self.listeners[0]).expect("validated")
     }
+
+    /// `worker.id`, or the host's name and the REST port: stable across
+    /// restarts and distinct per worker, as the consumers' static group
+    /// membership (`group.instance.id`) needs.
+    pub fn resolved_worker_id(&self) -> String {
+        if let Some(id) = &self.worker_id {
+            return id.clone();
+        }
+        let listen = self.listen_addr();
+        let port = listen.rsplit_once(':').map_or("8083", |(_, p)| p);
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .ok()
+            .or_else(|| std::env::var("HOSTNAME").ok())
+            .map(|h| h.trim().to_string())
+            .filter(|h| !h.is_empty());
+        match host {
+            Some(host) => format!("{host}:{port}"),
+            None => listen,
+        }
+    }
 }
 
 /// `sluice_transforms.wasm` next to the binary, or where the container

@@ -32,7 +32,20 @@ pub struct KafkaClients {
     group_id: String,
     offsets_topic: crate::offsets::OffsetsTopic,
     offset_flush_interval_ms: u64,
+    /// Prefix of every consumer's `group.instance.id` (static membership).
+    worker_id: String,
 }
+
+/// Consumer group defaults for tasks (see [`KafkaClients::consumer`]);
+/// Kafka's own defaults (45 s, 3 s) make a slow restart a rebalance.
+pub const SESSION_TIMEOUT_MS: u64 = 60_000;
+pub const HEARTBEAT_INTERVAL_MS: u64 = 10_000;
+/// The floor of `max.poll.interval.ms` (Kafka's default).
+const MAX_POLL_INTERVAL_FLOOR_MS: u64 = 300_000;
+/// The ceiling of the derived `max.poll.interval.ms` (with infrastructure
+/// retries forever, a batch has no bound): a rebalance never waits longer
+/// for a member's batch in flight.
+const MAX_POLL_INTERVAL_CEILING_MS: u64 = 1_800_000;
 
 impl KafkaClients {
     pub fn new(
@@ -49,6 +62,7 @@ impl KafkaClients {
             consumer_overrides: pairs(&worker.consumer_overrides),
             admin_overrides: pairs(&worker.admin_overrides),
             embedded,
+            worker_id: worker.resolved_worker_id(),
             group_id: worker.group_id.clone(),
             offsets_topic: worker.offsets_topic.clone(),
             offset_flush_interval_ms: worker.offset_flush_interval_ms,
@@ -66,6 +80,13 @@ impl KafkaClients {
     /// The worker's `offset.flush.interval.ms`.
     pub fn offset_flush_interval(&self) -> Duration {
         Duration::from_millis(self.offset_flush_interval_ms)
+    }
+
+    /// The static member id of a task's consumer: stable across restarts
+    /// of the task and of the worker, distinct per worker, connector and
+    /// task.
+    pub fn group_instance_id(&self, connector: &str, task: u32) -> String {
+        format!("{}-{connector}-{task}", self.worker_id)
     }
 
     pub fn bootstrap_servers(&self) -> &str {
@@ -148,8 +169,17 @@ impl KafkaClients {
         .await
     }
 
-    /// A consumer that never auto-commits, reads only committed records, and
-    /// never jumps over lost data (see [`SafeConsumerContext`]).
+    /// A task's consumer: it never auto-commits, reads only committed
+    /// records, and never jumps over lost data (see [`SafeConsumerContext`]).
+    /// Group defaults for stable membership: cooperative-sticky assignment
+    /// (a rebalance moves only the partitions that change owner), static
+    /// membership (`group.instance.id` from the worker id, connector and
+    /// task, so a restart within `session.timeout.ms` is no rebalance),
+    /// `session.timeout.ms=60000`, `heartbeat.interval.ms=10000`, and
+    /// `max.poll.interval.ms` covering the longest batch (the rebalance
+    /// timeout: a revocation waits for the batch in flight). The worker's
+    /// `consumer.*` keys and then the connector's `consumer.override.*` keys
+    /// (`overrides`) replace any of them.
     pub fn consumer(
         &self,
         group_id: &str,
@@ -157,6 +187,25 @@ impl KafkaClients {
         context: SafeConsumerContext,
         overrides: &sluice_sdk::ConfigMap,
     ) -> Result<rdkafka::consumer::StreamConsumer<SafeConsumerContext>, KafkaError> {
+        self.consumer_config(
+            group_id,
+            client_id,
+            (&context.connector, context.task),
+            context.longest_batch,
+            overrides,
+        )
+        .create_with_context(context)
+    }
+
+    /// The settings of [`Self::consumer`], for the task `(connector, task)`.
+    fn consumer_config(
+        &self,
+        group_id: &str,
+        client_id: &str,
+        (connector, task): (&str, u32),
+        longest_batch: Duration,
+        overrides: &sluice_sdk::ConfigMap,
+    ) -> ClientConfig {
         let mut c = self.base();
         c.set("group.id", group_id)
             .set("client.id", client_id)
@@ -167,17 +216,71 @@ impl KafkaClients {
             // assignment; anything else out of range is data loss, an error.
             .set("auto.offset.reset", "error")
             .set("enable.partition.eof", "false")
-            .set("partition.assignment.strategy", "cooperative-sticky")
             .set("statistics.interval.ms", "5000");
-        for (k, v) in self
+        let settings: Vec<(&String, &String)> = self
             .consumer_overrides
             .iter()
             .map(|(k, v)| (k, v))
             .chain(overrides)
-        {
-            c.set(k, v);
+            .collect();
+        let overridden = |key: &str| settings.iter().any(|(k, _)| k.as_str() == key);
+        // KIP-848's protocol has the broker own assignment and timeouts;
+        // librdkafka rejects the classic keys there.
+        let classic = settings
+            .iter()
+            .rev()
+            .find(|(k, _)| k.as_str() == "group.protocol")
+            .is_none_or(|(_, v)| v.as_str() == "classic");
+        // Static membership: on by default except on the embedded broker,
+        // whose mock does not implement it (a restarted task would wait for
+        // its former self's session to expire). A `group.instance.id`
+        // setting replaces the worker id in it (tasks must differ), or,
+        // empty, turns it off.
+        let instance_prefix = settings
+            .iter()
+            .rev()
+            .find(|(k, _)| k.as_str() == "group.instance.id")
+            .map(|(_, v)| v.as_str());
+        match instance_prefix {
+            Some("") => {}
+            Some(prefix) => {
+                c.set("group.instance.id", format!("{prefix}-{connector}-{task}"));
+            }
+            None if self.is_embedded() => {}
+            None => {
+                c.set("group.instance.id", self.group_instance_id(connector, task));
+            }
         }
-        c.create_with_context(context)
+        if classic {
+            c.set("partition.assignment.strategy", "cooperative-sticky");
+        }
+        // Not on the embedded broker either: its mock makes every rebalance
+        // wait up to the session timeout for members to rejoin.
+        if classic && !self.is_embedded() {
+            c.set("session.timeout.ms", SESSION_TIMEOUT_MS.to_string())
+                .set("heartbeat.interval.ms", HEARTBEAT_INTERVAL_MS.to_string());
+        }
+        let longest_batch_ms = u64::try_from(longest_batch.as_millis()).unwrap_or(u64::MAX);
+        let mut max_poll = longest_batch_ms
+            .saturating_add(60_000)
+            .clamp(MAX_POLL_INTERVAL_FLOOR_MS, MAX_POLL_INTERVAL_CEILING_MS);
+        if classic && overridden("session.timeout.ms") {
+            // librdkafka requires max.poll.interval.ms >= session.timeout.ms.
+            let session = settings
+                .iter()
+                .rev()
+                .find(|(k, _)| k.as_str() == "session.timeout.ms")
+                .and_then(|(_, v)| v.parse::<u64>().ok())
+                .unwrap_or(SESSION_TIMEOUT_MS);
+            max_poll = max_poll.max(session);
+        }
+        c.set("max.poll.interval.ms", max_poll.to_string());
+        for (k, v) in settings {
+            if k.as_str() != "group.instance.id" {
+                c.set(k, v);
+            }
+        }
+        c
     }
 
     /// A plain consumer for tools (DLQ inspect and replay): no
@@ -601,6 +704,22 @@ pub struct SafeConsumerContext {
     /// Exactly-once sinks: new partitions stay paused until the task has
     /// moved them to the offsets stored with its data.
     pub pause_assigned: bool,
+    /// The longest a batch may take to be written (with its retries):
+    /// `max.poll.interval.ms`, the rebalance timeout, covers it.
+    pub longest_batch: Duration,
+    /// Revocations wait while the task holds records (see
+    /// [`SafeConsumerContext::hold_revocations`]).
+    revocations: std::sync::Mutex<Revocations>,
+    /// Set when the task stops: what the consumer releases then is no
+    /// rebalance.
+    closing: std::sync::atomic::AtomicBool,
+}
+
+/// Partitions whose revocation waits for the batch in flight.
+#[derive(Default)]
+struct Revocations {
+    holding: bool,
+    deferred: Vec<(String, i32)>,
 }
 
 impl ClientContext for SafeConsumerContext {
@@ -666,11 +785,26 @@ impl ConsumerContext for SafeConsumerContext {
                 {
                     tracing::error!(connector = %self.connector, error = %e, "pausing new partitions failed");
                 }
-                tracing::info!(connector = %self.connector, gained = ?partitions, "rebalance: partitions assigned");
-                self.record_rebalance(&partitions, true);
+                if !partitions.is_empty() {
+                    tracing::info!(connector = %self.connector, task = self.task, gained = ?partitions, "rebalance: partitions assigned");
+                }
+                self.record_rebalance(&partitions, true, true);
                 let _ = self.events.send(ConsumerEvent::Assigned(partitions));
             }
             RDKafkaRespErr::RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS => {
+                let closing = self.closing.load(std::sync::atomic::Ordering::SeqCst);
+                if cooperative && !closing {
+                    let mut revocations = self.revocations.lock().expect("revocations lock");
+                    if revocations.holding {
+                        // The records in flight are written and committed
+                        // before the partitions go (`release_revocations`);
+                        // the rebalance waits for that, up to the rebalance
+                        // timeout (max.poll.interval.ms).
+                        tracing::info!(connector = %self.connector, task = self.task, lost = ?partitions, "rebalance: revocation waits for the batch in flight");
+                        revocations.deferred.extend(partitions);
+                        return;
+                    }
+                }
                 let result = if cooperative {
                     consumer.incremental_unassign(tpl)
                 } else {
@@ -679,9 +813,7 @@ impl ConsumerContext for SafeConsumerContext {
                 if let Err(e) = result {
                     tracing::error!(connector = %self.connector, error = %e, "revoking partitions failed");
                 }
-                tracing::info!(connector = %self.connector, lost = ?partitions, "rebalance: partitions revoked");
-                self.record_rebalance(&partitions, false);
-                let _ = self.events.send(ConsumerEvent::Revoked(partitions));
+                self.revoked(partitions, closing);
             }
             other => {
                 tracing::error!(connector = %self.connector, error = ?other, "rebalance error");
@@ -705,7 +837,73 @@ impl SafeConsumerContext {
             metrics,
             assigned: Default::default(),
             pause_assigned: false,
+            longest_batch: Duration::ZERO,
+            revocations: Default::default(),
+            closing: Default::default(),
         }
+    }
+
+    /// `max.poll.interval.ms` is sized to cover a batch this long.
+    pub fn with_longest_batch(mut self, longest: Duration) -> Self {
+        self.longest_batch = longest;
+        self
+    }
+
+    /// From now on the task holds records not yet committed: a revocation
+    /// arriving meanwhile is deferred until [`Self::release_revocations`].
+    pub fn hold_revocations(&self) {
+        self.revocations.lock().expect("revocations lock").holding = true;
+    }
+
+    /// The records held are committed (or will be read again): partitions
+    /// whose revocation waited are released now. Blocking (it talks to the
+    /// group coordinator through librdkafka).
+    pub fn release_revocations(&self, consumer: &impl Consumer<Self>) {
+        let deferred = {
+            let mut revocations = self.revocations.lock().expect("revocations lock");
+            revocations.holding = false;
+            std::mem::take(&mut revocations.deferred)
+        };
+        if deferred.is_empty() {
+            return;
+        }
+        let mut tpl = TopicPartitionList::new();
+        for (topic, partition) in &deferred {
+            tpl.add_partition(topic, *partition);
+        }
+        if let Err(e) = consumer.incremental_unassign(&tpl) {
+            tracing::error!(connector = %self.connector, error = %e, "revoking partitions failed");
+        }
+        let closing = self.closing.load(std::sync::atomic::Ordering::SeqCst);
+        self.revoked(deferred, closing);
+    }
+
+    /// Whether the task still owns `partition` (a revoked one's records are
+    /// not processed).
+    pub fn owns(&self, topic: &str, partition: i32) -> bool {
+        self.assigned
+            .lock()
+            .expect("assigned lock")
+            .contains(&(topic.to_string(), partition))
+    }
+
+    /// The task is stopping: what its consumer gives up from now on is no
+    /// rebalance (with static membership the group does not even see it).
+    pub fn mark_closing(&self) {
+        self.closing
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn revoked(&self, partitions: Vec<(String, i32)>, closing: bool) {
+        if !partitions.is_empty() {
+            if closing {
+                tracing::info!(connector = %self.connector, task = self.task, released = ?partitions, "partitions released as the task stops");
+            } else {
+                tracing::info!(connector = %self.connector, task = self.task, lost = ?partitions, "rebalance: partitions revoked");
+            }
+        }
+        self.record_rebalance(&partitions, false, !closing);
+        let _ = self.events.send(ConsumerEvent::Revoked(partitions));
     }
 
     /// New partitions are paused on assignment, for the task to seek and
@@ -715,12 +913,22 @@ impl SafeConsumerContext {
         self
     }
 
-    fn record_rebalance(&self, partitions: &[(String, i32)], gained: bool) {
+    /// Counts a rebalance (unless `count` is false: the task's own stop)
+    /// and the partitions it moved, and tracks the assignment.
+    fn record_rebalance(&self, partitions: &[(String, i32)], gained: bool, count: bool) {
         let task = self.task.to_string();
-        self.metrics
-            .rebalances
-            .with_label_values(&[self.connector.as_ref(), task.as_str()])
-            .inc();
+        // librdkafka also reports cooperative rounds that move nothing.
+        if count && !partitions.is_empty() {
+            let change = if gained { "gained" } else { "lost" };
+            self.metrics
+                .rebalances
+                .with_label_values(&[self.connector.as_ref(), task.as_str()])
+                .inc();
+            self.metrics
+                .rebalance_partitions
+                .with_label_values(&[self.connector.as_ref(), task.as_str(), change])
+                .inc_by(partitions.len() as u64);
+        }
         let mut assigned = self.assigned.lock().expect("assigned lock");
         for p in partitions {
             if gained {
@@ -781,4 +989,104 @@ pub fn is_offset_out_of_range(e: &KafkaError) -> bool {
             RDKafkaErrorCode::AutoOffsetReset | RDKafkaErrorCode::OffsetOutOfRange
         )
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn clients(worker: &[(&str, &str)]) -> KafkaClients {
+        let map = worker
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let config = WorkerConfig::from_map(&map).unwrap();
+        KafkaClients::new(&config, "localhost:9092".into(), None)
+    }
+
+    fn config(clients: &KafkaClients, overrides: &[(&str, &str)]) -> ClientConfig {
+        let overrides = overrides
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        clients.consumer_config(
+            "connect-orders",
+            "sluice-orders-1",
+            ("orders", 1),
+            Duration::from_secs(300),
+            &overrides,
+        )
+    }
+
+    #[test]
+    fn task_consumers_get_stable_membership_defaults() {
+        let c = config(&clients(&[("worker.id", "w1")]), &[]);
+        assert_eq!(
+            c.get("partition.assignment.strategy"),
+            Some("cooperative-sticky")
+        );
+        assert_eq!(c.get("group.instance.id"), Some("w1-orders-1"));
+        assert_eq!(c.get("session.timeout.ms"), Some("60000"));
+        assert_eq!(c.get("heartbeat.interval.ms"), Some("10000"));
+        // The longest batch plus a minute.
+        assert_eq!(c.get("max.poll.interval.ms"), Some("360000"));
+        assert_eq!(c.get("enable.auto.commit"), Some("false"));
+    }
+
+    #[test]
+    fn worker_and_connector_overrides_replace_the_defaults() {
+        let clients = clients(&[
+            ("worker.id", "w1"),
+            ("consumer.heartbeat.interval.ms", "3000"),
+        ]);
+        let c = config(
+            &clients,
+            &[
+                ("session.timeout.ms", "900000"),
+                ("partition.assignment.strategy", "range"),
+            ],
+        );
+        assert_eq!(c.get("heartbeat.interval.ms"), Some("3000"));
+        assert_eq!(c.get("session.timeout.ms"), Some("900000"));
+        assert_eq!(c.get("partition.assignment.strategy"), Some("range"));
+        // librdkafka wants it at least the session timeout.
+        assert_eq!(c.get("max.poll.interval.ms"), Some("900000"));
+        let c = config(&clients, &[("max.poll.interval.ms", "5000")]);
+        assert_eq!(c.get("max.poll.interval.ms"), Some("5000"));
+    }
+
+    #[test]
+    fn an_instance_id_setting_replaces_the_worker_id_or_turns_static_membership_off() {
+        let c = config(&clients(&[]), &[("group.instance.id", "")]);
+        assert_eq!(c.get("group.instance.id"), None);
+        let c = config(&clients(&[]), &[("group.instance.id", "blue")]);
+        assert_eq!(c.get("group.instance.id"), Some("blue-orders-1"));
+    }
+
+    #[test]
+    fn the_consumer_protocol_gets_no_classic_keys() {
+        let c = config(&clients(&[]), &[("group.protocol", "consumer")]);
+        for key in [
+            "partition.assignment.strategy",
+            "session.timeout.ms",
+            "heartbeat.interval.ms",
+        ] {
+            assert_eq!(c.get(key), None, "{key}");
+        }
+        assert!(c.get("group.instance.id").is_some());
+    }
+
+    #[test]
+    fn the_worker_id_defaults_to_host_and_rest_port() {
+        let config = WorkerConfig::from_map(
+            &[("listeners".to_string(), "http://0.0.0.0:8090".to_string())]
+                .into_iter()
+                .collect(),
+        )
+        .unwrap();
+        let id = config.resolved_worker_id();
+        assert!(id.ends_with(":8090"), "{id}");
+        assert!(!id.starts_with("0.0.0.0"), "{id}");
+        assert_eq!(id, config.resolved_worker_id(), "stable");
+    }
 }

@@ -30,7 +30,12 @@ pub struct Metrics {
     /// Committed offset to the end of each partition, per sink connector.
     pub consumer_lag: IntGaugeVec,
     pub rebalances: IntCounterVec,
+    /// Partitions each rebalance moved, `change` = gained or lost.
+    pub rebalance_partitions: IntCounterVec,
     pub assigned_partitions: IntGaugeVec,
+    /// Backpressure: partitions paused while a slow batch is written.
+    pub paused_partitions: IntGaugeVec,
+    pub backpressure_pauses: IntCounterVec,
     /// From `x-produce-timestamp-ms` (stamped by source tasks) to the sink's write.
     pub e2e_latency: HistogramVec,
     pub batch_size: HistogramVec,
@@ -199,7 +204,31 @@ impl Metrics {
         let rebalances = IntCounterVec::new(
             Opts::new(
                 "sluice_rebalances_total",
-                "Consumer group rebalances seen by each sink task (assignments and revocations)",
+                "Consumer group rebalances that gave partitions to a consumer task or took some away (not its own stop)",
+            ),
+            &["connector", "task"],
+        )
+        .expect("valid metric");
+        let rebalance_partitions = IntCounterVec::new(
+            Opts::new(
+                "sluice_rebalance_partitions_total",
+                "Partitions a consumer task gained or lost in rebalances",
+            ),
+            &["connector", "task", "change"],
+        )
+        .expect("valid metric");
+        let paused_partitions = IntGaugeVec::new(
+            Opts::new(
+                "sluice_consumer_paused_partitions",
+                "Partitions a consumer task has paused because a batch is slow to write (backpressure)",
+            ),
+            &["connector", "task"],
+        )
+        .expect("valid metric");
+        let backpressure_pauses = IntCounterVec::new(
+            Opts::new(
+                "sluice_consumer_backpressure_pauses_total",
+                "Times a consumer task paused its partitions while a slow batch was written",
             ),
             &["connector", "task"],
         )
@@ -241,7 +270,10 @@ impl Metrics {
         for c in [
             Box::new(consumer_lag.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(rebalances.clone()),
+            Box::new(rebalance_partitions.clone()),
             Box::new(assigned_partitions.clone()),
+            Box::new(paused_partitions.clone()),
+            Box::new(backpressure_pauses.clone()),
             Box::new(e2e_latency.clone()),
             Box::new(batch_size.clone()),
         ] {
@@ -293,7 +325,10 @@ impl Metrics {
             retries,
             consumer_lag,
             rebalances,
+            rebalance_partitions,
             assigned_partitions,
+            paused_partitions,
+            backpressure_pauses,
             e2e_latency,
             batch_size,
             transactions,

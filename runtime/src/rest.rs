@@ -632,6 +632,7 @@ async fn put_config(
         Updated::Created => "created",
         Updated::TransformsSwapped => "transforms-swapped",
         Updated::Restarted => "restarted",
+        Updated::TasksResized => "tasks-resized",
         Updated::Unchanged => "unchanged",
     };
     Ok((status, [("sluice-config-update", what)], Json(info)).into_response())

@@ -89,6 +89,8 @@ struct TaskRuntime {
     id: u32,
     status: StatusCell,
     cancel: CancellationToken,
+    /// See [`TaskEnv::leave_group`].
+    leave_group: Arc<std::sync::atomic::AtomicBool>,
     join: JoinHandle<()>,
     config: ConfigMap,
 }
@@ -126,6 +128,14 @@ struct PendingTask {
     id: u32,
     config: ConfigMap,
     status: StatusCell,
+}
+
+/// Whether stopping tasks leave their consumer group (see
+/// [`Worker::stop_tasks`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Leave {
+    Group,
+    KeepMembership,
 }
 
 /// What a restart will do: see [`Worker::plan_restart`].
@@ -177,6 +187,10 @@ pub enum Updated {
     TransformsSwapped,
     /// Other keys changed: the tasks were stopped cleanly and started again.
     Restarted,
+    /// Only `tasks.max` changed (with transforms perhaps): tasks were added
+    /// or removed; the others went on (those whose task config changed
+    /// were restarted).
+    TasksResized,
     Unchanged,
 }
 
@@ -301,7 +315,9 @@ impl Worker {
                 }
             }
         }
-        self.stop_tasks(to_stop).await;
+        // Moving away: leave the group, so the new owner gets the
+        // partitions at once.
+        self.stop_tasks(to_stop, Leave::Group).await;
         for (name, spec) in to_start {
             let validated = match self.validate(&spec).await {
                 Ok(v) => v,
@@ -740,9 +756,95 @@ impl Worker {
             self.persist().await;
             return Ok(Updated::TransformsSwapped);
         }
+        let without_tasks_max = |c: &ConfigMap| -> ConfigMap {
+            let mut c = outside(c);
+            c.remove("tasks.max");
+            c
+        };
+        // In a cluster, new tasks need slots placed through the config
+        // topic first: a tasks.max change restarts the connector there.
+        if self.cluster.get().is_none()
+            && without_tasks_max(&current.config) == without_tasks_max(&spec.config)
+        {
+            let chain_changed = current
+                .config
+                .iter()
+                .filter(|(k, _)| is_chain_key(k))
+                .ne(spec.config.iter().filter(|(k, _)| is_chain_key(k)));
+            return self.resize_tasks(spec, validated, chain_changed).await;
+        }
         self.stop_connector(&spec.name).await;
         self.start(validated).await?;
         Ok(Updated::Restarted)
+    }
+
+    /// A `tasks.max` change: the plugin's task configs are computed again;
+    /// tasks whose config is unchanged go on untouched, tasks no longer
+    /// wanted stop (their consumers leave the group, so the survivors take
+    /// their partitions at once), and new ones start beside them. A task
+    /// whose config changed is replaced.
+    async fn resize_tasks(
+        &self,
+        spec: &ConnectorSpec,
+        v: ValidatedConnector,
+        chain_changed: bool,
+    ) -> Result<Updated, WorkerError> {
+        let _one_at_a_time = self.restarts.lock().await;
+        let name = spec.name.as_str();
+        let deleted = || WorkerError::Start {
+            name: name.to_string(),
+            message: "deleted during the update".into(),
+        };
+        let configs = v.task_configs();
+        let removed = {
+            let mut connectors = self.connectors.write().await;
+            let c = connectors.get_mut(name).ok_or_else(deleted)?;
+            c.spec = spec.clone();
+            if chain_changed {
+                c.chain.send_replace(v.chain.clone());
+            }
+            let (keep, removed): (Vec<TaskRuntime>, Vec<TaskRuntime>) =
+                std::mem::take(&mut c.tasks)
+                    .into_iter()
+                    .partition(|t| configs.get(t.id as usize) == Some(&t.config));
+            c.tasks = keep;
+            removed
+        };
+        let removed_ids: Vec<u32> = removed.iter().map(|t| t.id).collect();
+        self.stop_tasks(
+            removed.into_iter().map(|t| (name.to_string(), t)).collect(),
+            Leave::Group,
+        )
+        .await;
+        let mut connectors = self.connectors.write().await;
+        let c = connectors.get_mut(name).ok_or_else(deleted)?;
+        let mut added = Vec::new();
+        if !c.stopped {
+            for (id, config) in configs.into_iter().enumerate() {
+                let id = id as u32;
+                if c.tasks.iter().any(|t| t.id == id) {
+                    continue;
+                }
+                let task = self.spawn_task(
+                    &v,
+                    id,
+                    config,
+                    TaskLinks {
+                        chain: c.chain.subscribe(),
+                        paused: c.paused.subscribe(),
+                        topics: c.topics.clone(),
+                    },
+                    false,
+                );
+                c.tasks.push(task);
+                added.push(id);
+            }
+            c.tasks.sort_by_key(|t| t.id);
+        }
+        drop(connectors);
+        tracing::info!(connector = %name, tasks_max = v.common.tasks_max, stopped = ?removed_ids, started = ?added, "tasks.max changed; the other tasks went on");
+        self.persist().await;
+        Ok(Updated::TasksResized)
     }
 
     /// PAUSED: tasks stop moving records but keep their place (sinks keep
@@ -803,8 +905,11 @@ impl Worker {
             c.remote.clear();
             std::mem::take(&mut c.tasks)
         };
-        self.stop_tasks(tasks.into_iter().map(|t| (name.to_string(), t)).collect())
-            .await;
+        self.stop_tasks(
+            tasks.into_iter().map(|t| (name.to_string(), t)).collect(),
+            Leave::Group,
+        )
+        .await;
         tracing::info!(connector = %name, "connector stopped");
         self.persist().await;
         Ok(true)
@@ -1150,8 +1255,11 @@ impl Worker {
                 .collect();
             restart
         };
-        self.stop_tasks(old.into_iter().map(|t| (name.to_string(), t)).collect())
-            .await;
+        self.stop_tasks(
+            old.into_iter().map(|t| (name.to_string(), t)).collect(),
+            Leave::KeepMembership,
+        )
+        .await;
         let mut connectors = self.connectors.write().await;
         let Some(c) = connectors.get_mut(name) else {
             return false;
@@ -1240,8 +1348,11 @@ impl Worker {
     pub async fn stop_connector(&self, name: &str) -> bool {
         let removed = self.connectors.write().await.remove(name);
         let Some(c) = removed else { return false };
-        self.stop_tasks(c.tasks.into_iter().map(|t| (name.to_string(), t)).collect())
-            .await;
+        self.stop_tasks(
+            c.tasks.into_iter().map(|t| (name.to_string(), t)).collect(),
+            Leave::Group,
+        )
+        .await;
         self.persist().await;
         true
     }
@@ -1266,6 +1377,7 @@ impl Worker {
             status.set(State::Restarting, None);
         }
         let cancel = CancellationToken::new();
+        let leave_group = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let span = tracing::info_span!("task", connector = %name, task = id);
         let env = TaskEnv {
             connector: name.clone(),
@@ -1279,6 +1391,7 @@ impl Worker {
             paused,
             status: status.clone(),
             active_topics,
+            leave_group: leave_group.clone(),
         };
         let chain = env.chain_updates.borrow().clone();
         let metrics = self.metrics.clone();
@@ -1380,6 +1493,7 @@ impl Worker {
             id,
             status,
             cancel,
+            leave_group,
             join,
             config,
         }
@@ -1458,15 +1572,22 @@ impl Worker {
         for (name, c) in connectors.iter_mut() {
             tasks.extend(c.tasks.drain(..).map(|t| (name.clone(), t)));
         }
-        self.stop_tasks(tasks).await;
+        // A deploy: the members keep their static membership, and the
+        // worker's successor takes their partitions back without a rebalance.
+        self.stop_tasks(tasks, Leave::KeepMembership).await;
         connectors.clear();
     }
 
     /// Cancels the tasks (in-flight batches finish and commit what was
     /// written), waits for all of them up to `task.shutdown.graceful.timeout.ms`,
-    /// and aborts what is still running then.
-    async fn stop_tasks(&self, tasks: Vec<(String, TaskRuntime)>) {
+    /// and aborts what is still running then. `leave`: the tasks go away for
+    /// good, their consumers leave the group at once; otherwise (restarts,
+    /// worker shutdown) they keep their static membership, and successors
+    /// rejoining within `session.timeout.ms` cause no rebalance.
+    async fn stop_tasks(&self, tasks: Vec<(String, TaskRuntime)>, leave: Leave) {
         for (_, t) in &tasks {
+            t.leave_group
+                .store(leave == Leave::Group, std::sync::atomic::Ordering::SeqCst);
             t.cancel.cancel();
         }
         let deadline = tokio::time::Instant::now() + self.shutdown_timeout;

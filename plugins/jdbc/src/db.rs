@@ -605,6 +605,19 @@ pub fn classify(context: String, e: sqlx::Error) -> ConnectError {
             let code = db.code().map(|c| c.to_string()).unwrap_or_default();
             let mysql = db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>();
             match db.kind() {
+                // PostgreSQL: two tasks creating the same table at once
+                // (`CREATE TABLE IF NOT EXISTS` is not atomic there); the
+                // retry finds it created.
+                DbKind::UniqueViolation
+                    if matches!(
+                        db.constraint(),
+                        Some("pg_type_typname_nsp_index" | "pg_class_relname_nsp_index")
+                    ) =>
+                {
+                    Kind::Retriable
+                }
+                // The same race, reported as the table or its type existing.
+                _ if code == "42P07" || code == "42710" => Kind::Retriable,
                 DbKind::UniqueViolation
                 | DbKind::ForeignKeyViolation
                 | DbKind::NotNullViolation

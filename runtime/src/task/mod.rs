@@ -113,6 +113,10 @@ pub struct TaskEnv {
     pub status: StatusCell,
     /// Topics this connector uses, for `GET /connectors/{name}/topics`.
     pub active_topics: Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>,
+    /// Set before `cancel` when the task goes away for good (not a
+    /// restart): its consumer then leaves the group at once instead of
+    /// keeping its static membership for a successor.
+    pub leave_group: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl TaskEnv {

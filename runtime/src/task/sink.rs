@@ -65,6 +65,7 @@ pub async fn run(
     if exactly_once {
         context = context.pausing_assigned_partitions();
     }
+    context = context.with_longest_batch(longest_batch(&env.common));
     let client_id = format!("sluice-{}-{}", env.connector, env.task_id);
     let consumer = Arc::new(
         env.clients
@@ -80,13 +81,65 @@ pub async fn run(
     consumer
         .subscribe(&topics)
         .map_err(|e| ConnectError::fatal(format!("subscribing to {topics:?}")).with_source(e))?;
+    // However the task ends (even dropped mid-batch when aborted), nothing
+    // is held once it does: a revocation that waited, or the consumer's
+    // own on close, goes through.
+    let _release_on_drop = ReleaseOnDrop(consumer.clone());
     let result = run_loop(&mut env, task.as_mut(), &consumer, &mut events_rx, &errors).await;
-    // Leave the group now rather than when the session times out, so the
-    // partitions move on (or the offsets can be changed) at once.
-    let leaving = consumer.clone();
-    let _ = tokio::task::spawn_blocking(move || leaving.unsubscribe()).await;
+    consumer.context().mark_closing();
+    let releasing = consumer.clone();
+    let _ = tokio::task::spawn_blocking(move || {
+        releasing.context().release_revocations(releasing.as_ref())
+    })
+    .await;
+    if env.leave_group.load(std::sync::atomic::Ordering::SeqCst) {
+        // The task goes away for good (or its offsets are to be changed):
+        // leave the group now rather than when the session times out, so
+        // the partitions move on at once.
+        let leaving = consumer.clone();
+        let _ = tokio::task::spawn_blocking(move || leaving.unsubscribe()).await;
+    }
+    // Otherwise (a restart) the consumer closes without leaving: as a
+    // static member, its successor takes the same partitions back without
+    // a rebalance if it rejoins within `session.timeout.ms`.
     task.stop().await;
     result
+}
+
+/// Marks the consumer closing and releases held revocations when dropped,
+/// before the consumer closes (it holds a reference): a close waiting for
+/// a revocation the loop will never release would never end.
+struct ReleaseOnDrop(Arc<SafeConsumer>);
+
+impl Drop for ReleaseOnDrop {
+    fn drop(&mut self) {
+        let context = self.0.context();
+        context.mark_closing();
+        context.release_revocations(self.0.as_ref());
+    }
+}
+
+/// How long one batch may take to be written, with its retries: the
+/// consumer's `max.poll.interval.ms` (the rebalance timeout, which bounds
+/// how long a revocation can wait for the batch) is sized to cover it.
+fn longest_batch(common: &crate::config::CommonConfig) -> Duration {
+    let retries = match common.errors.infrastructure_retry {
+        crate::errors::RetryBudget::Within(d) => d,
+        crate::errors::RetryBudget::Forever => Duration::MAX,
+    };
+    Duration::from_millis(common.batch_max_ms).saturating_add(retries)
+}
+
+/// A batch still being written after this long pauses the task's
+/// partitions, and the consumer goes on polling (see
+/// [`write_with_backpressure`]).
+const BACKPRESSURE_AFTER: Duration = Duration::from_secs(1);
+
+/// What became of a batch.
+enum BatchEnd {
+    Done,
+    /// The task is stopping; what was not committed is read again.
+    Stop,
 }
 
 /// The task fails: the infrastructure stayed unavailable past its budget.
@@ -111,7 +164,6 @@ async fn run_loop(
 ) -> Result<(), ConnectError> {
     let max_records = env.common.batch_max_records;
     let max_wait = Duration::from_millis(env.common.batch_max_ms);
-    let class = env.common.connector_class.clone();
     let guarantee = env.common.delivery_guarantee;
     loop {
         let mut assigned = Vec::new();
@@ -133,111 +185,229 @@ async fn run_loop(
         }
         let batch = next_batch(env, consumer, max_records, max_wait).await?;
         if batch.is_empty() {
+            release_revocations(consumer).await;
             if env.cancel.is_cancelled() {
                 return Ok(());
             }
             continue;
         }
         env.swap_chain_if_updated().await;
-        let started = Instant::now();
-        env.count("consume", "ok", batch.len());
-        env.observe_batch(batch.len());
-        env.note_topics(batch.iter().map(|r| r.topic.as_str()));
-        // Next offset to read per partition, committed once every record of
-        // the batch was written or dead-lettered.
-        let mut next: BTreeMap<(String, i32), i64> = BTreeMap::new();
-        for r in &batch {
-            next.insert((r.topic.clone(), r.partition), r.offset + 1);
+        let metrics = env.metrics.clone();
+        let labels = env.labels();
+        let (outcome, data_lost) = write_with_backpressure(
+            consumer,
+            &metrics,
+            &labels,
+            write_batch(env, task, consumer, errors, batch),
+        )
+        .await;
+        // The batch is committed (or failed, or will be read again): the
+        // partitions whose revocation waited for it are released.
+        release_revocations(consumer).await;
+        match outcome? {
+            BatchEnd::Done => {}
+            BatchEnd::Stop => return Ok(()),
         }
-
-        let inputs = check_converters(env, errors, batch).await?;
-        let outputs = transform_all(env, errors, &inputs).await?;
-        let written = outputs.len();
-        // End-to-end latency of what is about to be written, observed once
-        // it is.
-        let stamps: Vec<(String, i64)> = outputs
-            .iter()
-            .filter_map(|(origin, r)| {
-                let stamp = r.last_header(LATENCY_HEADER)?.value.as_deref()?;
-                let ms = i64::from_be_bytes(stamp.try_into().ok()?);
-                Some((inputs[*origin].topic.clone(), ms))
-            })
-            .collect();
-        let written = match guarantee {
-            DeliveryGuarantee::ExactlyOnce => {
-                let offsets: Vec<PartitionOffset> = next
-                    .iter()
-                    .map(|((topic, partition), offset)| PartitionOffset {
-                        topic: topic.clone(),
-                        partition: *partition,
-                        offset: *offset,
-                    })
-                    .collect();
-                match put_exactly_once(task, errors, &class, &inputs, &outputs, &offsets).await {
-                    Ok(written) => written,
-                    // Stopping: nothing of the batch is committed; it is read again.
-                    Err(_) if env.cancel.is_cancelled() => return Ok(()),
-                    Err(e) => return Err(e),
-                }
-            }
-            DeliveryGuarantee::AtMostOnce | DeliveryGuarantee::AtLeastOnce => {
-                if guarantee == DeliveryGuarantee::AtMostOnce {
-                    // The offsets go first: a crash from here on loses the
-                    // batch rather than repeating it.
-                    commit_before_writing(env, consumer, errors, &next).await?;
-                }
-                let mut dead = BTreeSet::new();
-                if !outputs.is_empty()
-                    && let Err(e) =
-                        put_isolating(task, errors, &class, &inputs, &outputs, &mut dead, false)
-                            .await
-                {
-                    if env.cancel.is_cancelled() {
-                        // Stopping: the batch is not committed and is read again.
-                        return Ok(());
-                    }
-                    return Err(e);
-                }
-                let mut retrier = errors.retrier(Stage::TaskPut, true);
-                loop {
-                    match task.flush().await {
-                        Ok(()) => break,
-                        Err(e) if retrier.again(&e).await => continue,
-                        Err(_) if env.cancel.is_cancelled() => return Ok(()),
-                        Err(e) => {
-                            return Err(infrastructure_exhausted(
-                                "flushing the sink",
-                                e,
-                                retrier.attempts(),
-                            ));
-                        }
-                    }
-                }
-                written - dead.len()
-            }
-        };
-        env.count("put", "ok", written);
-        let now_ms = chrono::Utc::now().timestamp_millis();
-        for (topic, ms) in stamps {
-            env.metrics
-                .e2e_latency
-                .with_label_values(&[topic.as_str(), env.connector.as_ref()])
-                .observe((now_ms - ms).max(0) as f64 / 1000.0);
+        if data_lost {
+            return Err(data_loss(env, consumer).await);
         }
-        if guarantee != DeliveryGuarantee::AtMostOnce {
-            // Exactly-once: the sink has the offsets already; the group's are
-            // for lag monitoring and tools.
-            commit(env, consumer, &next).await;
-        }
-        let [c, t] = env.labels();
-        env.metrics
-            .batch_seconds
-            .with_label_values(&[c.as_str(), t.as_str()])
-            .observe(started.elapsed().as_secs_f64());
         if env.cancel.is_cancelled() {
             return Ok(());
         }
     }
+}
+
+/// Releases the partitions whose revocation waited for the batch.
+async fn release_revocations(consumer: &Arc<SafeConsumer>) {
+    let c = consumer.clone();
+    let _ = tokio::task::spawn_blocking(move || c.context().release_revocations(c.as_ref())).await;
+}
+
+/// Drives `work` (a batch being written); if it takes longer than
+/// [`BACKPRESSURE_AFTER`], every assigned partition is paused and the
+/// consumer keeps polling, so the member serves its group (rebalances
+/// included) and never exceeds `max.poll.interval.ms`, however slow the
+/// sink. A record fetched meanwhile is sought back and its partition paused
+/// too; all are resumed once the batch is done. Returns `work`'s result and
+/// whether the consumer reported lost data meanwhile.
+async fn write_with_backpressure<R>(
+    consumer: &Arc<SafeConsumer>,
+    metrics: &crate::metrics::Metrics,
+    labels: &[String; 2],
+    work: impl std::future::Future<Output = R>,
+) -> (R, bool) {
+    let labels = [labels[0].as_str(), labels[1].as_str()];
+    let paused_gauge = metrics.paused_partitions.with_label_values(&labels);
+    tokio::pin!(work);
+    let pause_at = tokio::time::Instant::now() + BACKPRESSURE_AFTER;
+    let mut paused: Option<TopicPartitionList> = None;
+    let mut data_lost = false;
+    let result = loop {
+        tokio::select! {
+            biased;
+            result = &mut work => break result,
+            _ = tokio::time::sleep_until(pause_at), if paused.is_none() => {
+                let assignment = consumer.assignment().unwrap_or_default();
+                if let Err(e) = consumer.pause(&assignment) {
+                    tracing::warn!(error = %e, "pausing partitions for backpressure failed");
+                }
+                paused_gauge.set(assignment.count() as i64);
+                metrics.backpressure_pauses.with_label_values(&labels).inc();
+                tracing::info!(partitions = assignment.count(), "backpressure: the batch is slow to write; partitions paused, the consumer keeps polling");
+                paused = Some(assignment);
+            }
+            // Polling at least this often keeps the member within
+            // max.poll.interval.ms.
+            received = tokio::time::timeout(Duration::from_millis(200), consumer.recv()), if paused.is_some() => {
+                match received {
+                    Err(_idle) => {}
+                    Ok(Ok(m)) => {
+                        // Fetched before the pause, or from a partition
+                        // assigned meanwhile: read again after the batch.
+                        let (topic, partition, offset) = (m.topic().to_string(), m.partition(), m.offset());
+                        drop(m);
+                        let _ = consumer.seek(&topic, partition, Offset::Offset(offset), Duration::ZERO);
+                        let mut tpl = TopicPartitionList::new();
+                        tpl.add_partition(&topic, partition);
+                        let _ = consumer.pause(&tpl);
+                        if let Some(all) = paused.as_mut() && all.find_partition(&topic, partition).is_none() {
+                            all.add_partition(&topic, partition);
+                            paused_gauge.set(all.count() as i64);
+                        }
+                    }
+                    Ok(Err(e)) if is_offset_out_of_range(&e) => data_lost = true,
+                    Ok(Err(e)) => tracing::warn!(error = %e, "consumer error"),
+                }
+            }
+        }
+    };
+    if let Some(all) = paused {
+        // Only what the task still owns; exactly-once partitions assigned
+        // meanwhile are sought to the sink's offsets before they resume.
+        let owned = consumer.assignment().unwrap_or_default();
+        let mut resume = TopicPartitionList::new();
+        for e in all.elements() {
+            if owned.find_partition(e.topic(), e.partition()).is_some() {
+                resume.add_partition(e.topic(), e.partition());
+            }
+        }
+        if let Err(e) = consumer.resume(&resume) {
+            tracing::warn!(error = %e, "resuming partitions after backpressure failed");
+        }
+        paused_gauge.set(0);
+        tracing::info!(
+            partitions = resume.count(),
+            "backpressure: the batch is written; partitions resumed"
+        );
+    }
+    (result, data_lost)
+}
+
+/// Converts, transforms, writes and commits one batch.
+async fn write_batch(
+    env: &mut TaskEnv,
+    task: &mut dyn SinkTask,
+    consumer: &Arc<SafeConsumer>,
+    errors: &ErrorHandler,
+    batch: Vec<Record>,
+) -> Result<BatchEnd, ConnectError> {
+    let class = env.common.connector_class.clone();
+    let guarantee = env.common.delivery_guarantee;
+    let started = Instant::now();
+    env.count("consume", "ok", batch.len());
+    env.observe_batch(batch.len());
+    env.note_topics(batch.iter().map(|r| r.topic.as_str()));
+    // Next offset to read per partition, committed once every record of
+    // the batch was written or dead-lettered.
+    let mut next: BTreeMap<(String, i32), i64> = BTreeMap::new();
+    for r in &batch {
+        next.insert((r.topic.clone(), r.partition), r.offset + 1);
+    }
+
+    let inputs = check_converters(env, errors, batch).await?;
+    let outputs = transform_all(env, errors, &inputs).await?;
+    let written = outputs.len();
+    // End-to-end latency of what is about to be written, observed once
+    // it is.
+    let stamps: Vec<(String, i64)> = outputs
+        .iter()
+        .filter_map(|(origin, r)| {
+            let stamp = r.last_header(LATENCY_HEADER)?.value.as_deref()?;
+            let ms = i64::from_be_bytes(stamp.try_into().ok()?);
+            Some((inputs[*origin].topic.clone(), ms))
+        })
+        .collect();
+    let written = match guarantee {
+        DeliveryGuarantee::ExactlyOnce => {
+            let offsets: Vec<PartitionOffset> = next
+                .iter()
+                .map(|((topic, partition), offset)| PartitionOffset {
+                    topic: topic.clone(),
+                    partition: *partition,
+                    offset: *offset,
+                })
+                .collect();
+            match put_exactly_once(task, errors, &class, &inputs, &outputs, &offsets).await {
+                Ok(written) => written,
+                // Stopping: nothing of the batch is committed; it is read again.
+                Err(_) if env.cancel.is_cancelled() => return Ok(BatchEnd::Stop),
+                Err(e) => return Err(e),
+            }
+        }
+        DeliveryGuarantee::AtMostOnce | DeliveryGuarantee::AtLeastOnce => {
+            if guarantee == DeliveryGuarantee::AtMostOnce {
+                // The offsets go first: a crash from here on loses the
+                // batch rather than repeating it.
+                commit_before_writing(env, consumer, errors, &next).await?;
+            }
+            let mut dead = BTreeSet::new();
+            if !outputs.is_empty()
+                && let Err(e) =
+                    put_isolating(task, errors, &class, &inputs, &outputs, &mut dead, false).await
+            {
+                if env.cancel.is_cancelled() {
+                    // Stopping: the batch is not committed and is read again.
+                    return Ok(BatchEnd::Stop);
+                }
+                return Err(e);
+            }
+            let mut retrier = errors.retrier(Stage::TaskPut, true);
+            loop {
+                match task.flush().await {
+                    Ok(()) => break,
+                    Err(e) if retrier.again(&e).await => continue,
+                    Err(_) if env.cancel.is_cancelled() => return Ok(BatchEnd::Stop),
+                    Err(e) => {
+                        return Err(infrastructure_exhausted(
+                            "flushing the sink",
+                            e,
+                            retrier.attempts(),
+                        ));
+                    }
+                }
+            }
+            written - dead.len()
+        }
+    };
+    env.count("put", "ok", written);
+    let now_ms = chrono::Utc::now().timestamp_millis();
+    for (topic, ms) in stamps {
+        env.metrics
+            .e2e_latency
+            .with_label_values(&[topic.as_str(), env.connector.as_ref()])
+            .observe((now_ms - ms).max(0) as f64 / 1000.0);
+    }
+    if guarantee != DeliveryGuarantee::AtMostOnce {
+        // Exactly-once: the sink has the offsets already; the group's are
+        // for lag monitoring and tools.
+        commit(env, consumer, &next).await;
+    }
+    let [c, t] = env.labels();
+    env.metrics
+        .batch_seconds
+        .with_label_values(&[c.as_str(), t.as_str()])
+        .observe(started.elapsed().as_secs_f64());
+    Ok(BatchEnd::Done)
 }
 
 /// The converter stage: is each key and value what the connector says it
@@ -454,8 +624,17 @@ pub(crate) async fn next_batch(
         match received {
             Err(_elapsed) => break,
             Ok(Ok(message)) => {
+                let context = consumer.context();
+                if !context.owns(message.topic(), message.partition()) {
+                    // Revoked before this record was taken: its new owner
+                    // reads it.
+                    continue;
+                }
                 if batch.is_empty() {
                     deadline = tokio::time::Instant::now() + max_wait;
+                    // A revocation from now on waits until the batch is
+                    // committed.
+                    context.hold_revocations();
                 }
                 batch.push(to_record(&message));
             }

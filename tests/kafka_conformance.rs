@@ -212,3 +212,96 @@ async fn offsets_sent_in_a_committed_transaction_become_the_groups_offsets() {
         .unwrap();
     assert_eq!(committed, vec![(input.clone(), 0, Some(7))]);
 }
+
+/// Static membership (issue: rolling restarts move nothing): a task's
+/// consumer that stops and comes back within the session timeout, with the
+/// same `group.instance.id`, gets its partition back and the other member
+/// sees no rebalance. The mock broker has no static membership.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs a real Kafka cluster: set SLUICE_TEST_KAFKA_BOOTSTRAP and run with --ignored"]
+async fn a_restarted_static_member_takes_its_partitions_back_without_a_rebalance() {
+    let clients = clients();
+    let topic = unique("static");
+    clients
+        .ensure_topics(std::slice::from_ref(&topic), 2, -1)
+        .await
+        .unwrap();
+    let group = unique("static-group");
+    let metrics = Metrics::new();
+    let member = |task: u32| {
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let c = clients
+            .consumer(
+                &group,
+                &format!("static-{task}"),
+                sluice_runtime::kafka::SafeConsumerContext::new(
+                    tx,
+                    "static".into(),
+                    task,
+                    metrics.clone(),
+                ),
+                &Default::default(),
+            )
+            .unwrap();
+        c.subscribe(&[topic.as_str()]).unwrap();
+        std::sync::Arc::new(c)
+    };
+    let assigned = |c: &std::sync::Arc<rdkafka::consumer::StreamConsumer<_>>| {
+        c.assignment()
+            .map(|a| {
+                a.elements()
+                    .iter()
+                    .map(|e| e.partition())
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default()
+    };
+    let serve = |c: std::sync::Arc<
+        rdkafka::consumer::StreamConsumer<sluice_runtime::kafka::SafeConsumerContext>,
+    >| {
+        tokio::spawn(async move {
+            loop {
+                let _ = tokio::time::timeout(Duration::from_millis(200), c.recv()).await;
+            }
+        })
+    };
+    let rebalances_of = |task: u32| -> u64 {
+        metrics
+            .render()
+            .lines()
+            .filter(|l| {
+                l.starts_with("sluice_rebalances_total") && l.contains(&format!("task=\"{task}\""))
+            })
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+            .sum()
+    };
+    let (a, b) = (member(0), member(1));
+    let (serve_a, _serve_b) = (serve(a.clone()), serve(b.clone()));
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while assigned(&a).len() + assigned(&b).len() < 2 || assigned(&a).is_empty() {
+        assert!(std::time::Instant::now() < deadline, "the group formed");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let (a_had, b_had) = (assigned(&a), assigned(&b));
+    let b_rebalances = rebalances_of(1);
+    // Task 0 restarts: no LeaveGroup is sent for a static member.
+    serve_a.abort();
+    drop(a);
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let a2 = member(0);
+    let _serve_a2 = serve(a2.clone());
+    while assigned(&a2).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the restarted member rejoined"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(assigned(&a2), a_had, "the same partitions back");
+    assert_eq!(assigned(&b), b_had);
+    assert_eq!(
+        rebalances_of(1),
+        b_rebalances,
+        "the other member saw no rebalance"
+    );
+}

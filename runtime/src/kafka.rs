@@ -149,26 +149,6 @@ impl KafkaClients {
         self.producer(client_id, &with_id)
     }
 
-    /// Creates a compacted topic for the worker's own state (source
-    /// offsets) if it does not exist.
-    pub async fn ensure_compacted_topic(
-        &self,
-        topic: &str,
-        partitions: i32,
-        replication: i32,
-    ) -> anyhow::Result<()> {
-        if let Some(embedded) = &self.embedded {
-            return embedded.create_topic(topic, partitions).await;
-        }
-        self.create_missing(
-            &[topic.to_string()],
-            partitions,
-            replication,
-            &[("cleanup.policy", "compact")],
-        )
-        .await
-    }
-
     /// A task's consumer: it never auto-commits, reads only committed
     /// records, and never jumps over lost data (see [`SafeConsumerContext`]).
     /// Group defaults for stable membership: cooperative-sticky assignment
@@ -512,17 +492,6 @@ impl KafkaClients {
             }
             return Ok(());
         }
-        self.create_missing(topics, partitions, replication, &[])
-            .await
-    }
-
-    async fn create_missing(
-        &self,
-        topics: &[String],
-        partitions: i32,
-        replication: i32,
-        configs: &[(&str, &str)],
-    ) -> anyhow::Result<()> {
         let mut c = self.base();
         for (k, v) in &self.admin_overrides {
             c.set(k, v);
@@ -548,12 +517,7 @@ impl KafkaClients {
         }
         let new: Vec<NewTopic<'_>> = missing
             .iter()
-            .map(|t| {
-                configs.iter().fold(
-                    NewTopic::new(t, partitions, TopicReplication::Fixed(replication)),
-                    |topic, (k, v)| topic.set(k, v),
-                )
-            })
+            .map(|t| NewTopic::new(t, partitions, TopicReplication::Fixed(replication)))
             .collect();
         let results = admin
             .create_topics(

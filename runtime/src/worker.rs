@@ -633,7 +633,7 @@ impl Worker {
         {
             let t = self.clients.offsets_topic();
             self.clients
-                .ensure_compacted_topic(&t.name, t.partitions, t.replication)
+                .ensure_internal_topic(&t.name, t.partitions, t.replication, true)
                 .await
                 .map_err(|e| start_error(format!("creating the offsets topic: {e:#}")))?;
         }

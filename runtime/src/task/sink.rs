@@ -86,12 +86,16 @@ pub async fn run(
     // own on close, goes through.
     let _release_on_drop = ReleaseOnDrop(consumer.clone());
     let result = run_loop(&mut env, task.as_mut(), &consumer, &mut events_rx, &errors).await;
+    close_consumer(&env, &consumer).await;
+    task.stop().await;
+    result
+}
+
+/// The end of a consuming task: nothing held any more, and the group left
+/// if the task goes away for good.
+pub(crate) async fn close_consumer(env: &TaskEnv, consumer: &Arc<SafeConsumer>) {
     consumer.context().mark_closing();
-    let releasing = consumer.clone();
-    let _ = tokio::task::spawn_blocking(move || {
-        releasing.context().release_revocations(releasing.as_ref())
-    })
-    .await;
+    release_revocations(consumer).await;
     if env.leave_group.load(std::sync::atomic::Ordering::SeqCst) {
         // The task goes away for good (or its offsets are to be changed):
         // leave the group now rather than when the session times out, so
@@ -102,14 +106,12 @@ pub async fn run(
     // Otherwise (a restart) the consumer closes without leaving: as a
     // static member, its successor takes the same partitions back without
     // a rebalance if it rejoins within `session.timeout.ms`.
-    task.stop().await;
-    result
 }
 
 /// Marks the consumer closing and releases held revocations when dropped,
 /// before the consumer closes (it holds a reference): a close waiting for
 /// a revocation the loop will never release would never end.
-struct ReleaseOnDrop(Arc<SafeConsumer>);
+pub(crate) struct ReleaseOnDrop(pub(crate) Arc<SafeConsumer>);
 
 impl Drop for ReleaseOnDrop {
     fn drop(&mut self) {
@@ -122,7 +124,7 @@ impl Drop for ReleaseOnDrop {
 /// How long one batch may take to be written, with its retries: the
 /// consumer's `max.poll.interval.ms` (the rebalance timeout, which bounds
 /// how long a revocation can wait for the batch) is sized to cover it.
-fn longest_batch(common: &crate::config::CommonConfig) -> Duration {
+pub(crate) fn longest_batch(common: &crate::config::CommonConfig) -> Duration {
     let retries = match common.errors.infrastructure_retry {
         crate::errors::RetryBudget::Within(d) => d,
         crate::errors::RetryBudget::Forever => Duration::MAX,
@@ -218,7 +220,7 @@ async fn run_loop(
 }
 
 /// Releases the partitions whose revocation waited for the batch.
-async fn release_revocations(consumer: &Arc<SafeConsumer>) {
+pub(crate) async fn release_revocations(consumer: &Arc<SafeConsumer>) {
     let c = consumer.clone();
     let _ = tokio::task::spawn_blocking(move || c.context().release_revocations(c.as_ref())).await;
 }

@@ -20,8 +20,9 @@ use sluice_sdk::{
 
 use super::TaskEnv;
 use super::sink::{
-    SafeConsumer, check_converters, commit, commit_before_writing, group_id,
-    infrastructure_exhausted, next_batch, pause_consumer, transform_all,
+    ReleaseOnDrop, SafeConsumer, check_converters, close_consumer, commit, commit_before_writing,
+    group_id, infrastructure_exhausted, longest_batch, next_batch, pause_consumer,
+    release_revocations, transform_all,
 };
 use super::source::{await_delivery, enqueue, produce_batch};
 use crate::config::DeliveryGuarantee;
@@ -102,7 +103,8 @@ pub async fn run(
         env.connector.clone(),
         env.task_id,
         env.metrics.clone(),
-    );
+    )
+    .with_longest_batch(longest_batch(&env.common));
     let client_id = format!("sluice-{}-{}", env.connector, env.task_id);
     let consumer = Arc::new(
         env.clients
@@ -140,6 +142,9 @@ pub async fn run(
     consumer
         .subscribe(&topics)
         .map_err(|e| ConnectError::fatal(format!("subscribing to {topics:?}")).with_source(e))?;
+    // A revocation waits for the batch in flight (see the sink loop);
+    // however the task ends, nothing stays held.
+    let _release_on_drop = ReleaseOnDrop(consumer.clone());
     let result = run_loop(
         &mut env,
         &config,
@@ -149,8 +154,7 @@ pub async fn run(
         &errors,
     )
     .await;
-    let leaving = consumer.clone();
-    let _ = tokio::task::spawn_blocking(move || leaving.unsubscribe()).await;
+    close_consumer(&env, &consumer).await;
     result
 }
 
@@ -264,6 +268,7 @@ async fn run_loop(
                             ));
                         }
                         rewind(consumer, &first, settled_by_broker).await?;
+                        release_revocations(consumer).await;
                         continue;
                     }
                     Err(_) if env.cancel.is_cancelled() => return Ok(()),
@@ -271,6 +276,8 @@ async fn run_loop(
                 }
             }
         };
+        // Committed: a revocation that waited for the batch goes through.
+        release_revocations(consumer).await;
         env.count("produce", "ok", produced);
         let [c, t] = env.labels();
         env.metrics

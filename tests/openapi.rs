@@ -593,6 +593,17 @@ async fn the_answers_match_the_spec() {
     )
     .await;
     assert_eq!(s, 400, "offsets change only while STOPPED");
+    // The source has committed a batch's offsets (after the task restart
+    // above) before it is stopped.
+    crate::fixtures::eventually(
+        Duration::from_secs(60),
+        "committed source offsets",
+        || async {
+            let offsets = env.worker.offsets("dg").await.ok().flatten()?;
+            (!offsets.is_empty()).then_some(())
+        },
+    )
+    .await;
     let (s, _) = conforms(
         env,
         spec,

@@ -61,6 +61,12 @@ async fn connector_lifecycle_and_errors() {
     let env = InProcess::start();
     let (s, b) = call(&env, "GET", "/", None).await;
     assert_eq!((s, b["version"].is_string()), (StatusCode::OK, true));
+    // While the worker restores its connectors, /health says so.
+    env.worker.set_starting(true);
+    let (s, b) = call(&env, "GET", "/health", None).await;
+    assert_eq!(s, StatusCode::SERVICE_UNAVAILABLE, "{b}");
+    assert!(b["message"].as_str().unwrap().contains("starting"), "{b}");
+    env.worker.set_starting(false);
     assert_eq!(call(&env, "GET", "/health", None).await.0, StatusCode::OK);
     assert_eq!(call(&env, "GET", "/connectors", None).await.1, json!([]));
 
@@ -666,7 +672,7 @@ async fn plugins_describe_and_validate_their_configs() {
         only.as_array()
             .unwrap()
             .iter()
-            .all(|p| p["type"] == "source" || p["type"] == "sink"),
+            .all(|p| ["source", "sink", "stream"].contains(&p["type"].as_str().unwrap())),
         "{only}"
     );
 

@@ -517,7 +517,11 @@ async fn run_worker(worker_file: PathBuf, connector_files: Vec<PathBuf>, mode: M
         shutdown_timeout: Duration::from_millis(worker_config.task_shutdown_graceful_timeout_ms),
         metrics: Metrics::new(),
     }) {
-        Ok(w) => Arc::new(w),
+        Ok(w) => {
+            // `/health` says "starting" until the connectors are up.
+            w.set_starting(true);
+            Arc::new(w)
+        }
         Err(e) => {
             eprintln!("error: {e:#}");
             return ExitCode::FAILURE;
@@ -679,6 +683,8 @@ async fn run_worker(worker_file: PathBuf, connector_files: Vec<PathBuf>, mode: M
         }
     }
 
+    worker.set_starting(false);
+    tracing::info!("worker ready");
     wait_for_signal().await;
     tracing::info!("shutting down: finishing in-flight batches");
     let local_tasks: Vec<(String, u32)> = worker

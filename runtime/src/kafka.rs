@@ -284,7 +284,7 @@ impl KafkaClients {
     /// A consumer that reads whole topics from the beginning to their end
     /// (reported as partition EOF), committed records only: for the
     /// worker's own compacted topics.
-    pub fn log_reader(&self) -> Result<rdkafka::consumer::BaseConsumer, KafkaError> {
+    pub fn log_reader(&self) -> Result<BaseConsumer<LogReaderContext>, KafkaError> {
         let mut c = self.base();
         c.set("group.id", "sluice-log-reader")
             .set("enable.auto.commit", "false")
@@ -294,7 +294,7 @@ impl KafkaClients {
         for (k, v) in &self.consumer_overrides {
             c.set(k, v);
         }
-        c.create()
+        c.create_with_context(LogReaderContext)
     }
 
     /// A consumer group's committed offset for every partition of `topics`
@@ -647,6 +647,20 @@ impl EmbeddedBroker {
             .map_err(|_| anyhow::anyhow!("the embedded broker has stopped"))?
     }
 }
+
+/// The log reader's context: reaching the end of a partition is how it
+/// knows it has read everything, not an error to log.
+pub struct LogReaderContext;
+
+impl ClientContext for LogReaderContext {
+    fn error(&self, error: KafkaError, reason: &str) {
+        if !matches!(error, KafkaError::PartitionEOF(_)) {
+            tracing::error!(error = %error, reason, "librdkafka error while reading an internal topic");
+        }
+    }
+}
+
+impl ConsumerContext for LogReaderContext {}
 
 /// What the consumer reports to its task from librdkafka's threads.
 #[derive(Debug, Clone, PartialEq, Eq)]

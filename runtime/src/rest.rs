@@ -176,10 +176,20 @@ async fn root(State(worker): State<Arc<Worker>>) -> Json<Value> {
     }))
 }
 
-async fn health() -> Json<Value> {
+/// Kafka Connect's health check: 503 until the worker has restored and
+/// started its connectors.
+async fn health(State(worker): State<Arc<Worker>>) -> Response {
+    if worker.is_starting() {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({"error_code": 503, "message": "Worker is still starting up: restoring and starting its connectors."})),
+        )
+            .into_response();
+    }
     Json(
         json!({"status": "healthy", "message": "Worker has completed startup and is ready to handle requests."}),
     )
+    .into_response()
 }
 
 async fn metrics(State(worker): State<Arc<Worker>>) -> Response {

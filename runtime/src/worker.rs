@@ -220,6 +220,9 @@ pub struct Worker {
     connectors: RwLock<BTreeMap<String, ConnectorRuntime>>,
     /// Held while a restart runs, so restarts never interleave.
     restarts: tokio::sync::Mutex<()>,
+    /// True while the worker restores and starts its connectors: `/health`
+    /// answers 503 until then.
+    starting: std::sync::atomic::AtomicBool,
     /// Distributed mode: which tasks this worker runs, and the cluster's
     /// view of the others.
     cluster: std::sync::OnceLock<Arc<crate::cluster::Cluster>>,
@@ -267,6 +270,7 @@ impl Worker {
             shutdown_timeout: options.shutdown_timeout,
             connectors: RwLock::new(BTreeMap::new()),
             restarts: tokio::sync::Mutex::new(()),
+            starting: std::sync::atomic::AtomicBool::new(false),
             cluster: std::sync::OnceLock::new(),
         })
     }
@@ -442,6 +446,17 @@ impl Worker {
             ));
         }
         Ok(out)
+    }
+
+    /// Marks the worker starting (its connectors not yet restored) or
+    /// ready.
+    pub fn set_starting(&self, starting: bool) {
+        self.starting
+            .store(starting, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    pub fn is_starting(&self) -> bool {
+        self.starting.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     pub fn registry(&self) -> &Registry {

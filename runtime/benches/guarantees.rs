@@ -23,15 +23,12 @@
 use std::time::{Duration, Instant};
 
 use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
-use sluice_runtime::config::{ConnectorSpec, WorkerConfig};
-use sluice_runtime::kafka::{EmbeddedBroker, KafkaClients};
-use sluice_runtime::metrics::Metrics;
-use sluice_runtime::offsets::OffsetStore;
-use sluice_runtime::worker::{Worker, WorkerOptions};
-use sqlx::Connection;
+use sluice_runtime::config::ConnectorSpec;
+use sluice_runtime::kafka::EmbeddedBroker;
+use sluice_runtime::worker::Worker;
 
 mod common;
-use common::order_json;
+use common::{order_json, pg_exec};
 
 /// Spread over partitions: the embedded broker keeps about 5 MiB each.
 const PARTITIONS: i32 = 32;
@@ -58,11 +55,6 @@ async fn produce(bootstrap: &str, topic: &str, n: usize) {
         d.await.unwrap().map_err(|(e, _)| e).unwrap();
     }
     producer.flush(Duration::from_secs(30)).unwrap();
-}
-
-async fn exec(url: &str, sql: &str) {
-    let mut c = sqlx::PgConnection::connect(url).await.unwrap();
-    sqlx::raw_sql(sql).execute(&mut c).await.unwrap();
 }
 
 /// Records a connector's tasks counted at `stage` (ok).
@@ -129,28 +121,14 @@ fn main() {
         broker.create_topic("bench-input", PARTITIONS).await.unwrap();
         eprintln!("producing {n} input records...");
         produce(&bootstrap, "bench-input", n).await;
-        let config = WorkerConfig::from_map(&Default::default()).unwrap();
-        let worker = Worker::new(WorkerOptions {
-            id: "bench".into(),
-            wasm_cache_dir: None,
-            providers: Default::default(),
-            config_store: None,
-            plugin_path: Vec::new(),
-            transforms_library: None,
-            clients: KafkaClients::new(&config, bootstrap.clone(), Some(broker.clone())),
-            offsets: OffsetStore::open(None).unwrap(),
-            default_partitions: PARTITIONS,
-            shutdown_timeout: Duration::from_secs(5),
-            metrics: Metrics::new(),
-        })
-        .unwrap();
-        exec(
+        let worker = common::worker(&broker, PARTITIONS);
+        pg_exec(
             &url,
             &sluice_connector_jdbc::Dialect::Postgres.create_offsets_table("sluice_offsets"),
         )
         .await;
         // Offsets a previous run stored would point past this run's input.
-        exec(&url, "DELETE FROM sluice_offsets").await;
+        pg_exec(&url, "DELETE FROM sluice_offsets").await;
 
         // rates[kind][batch][guarantee]
         let mut rates = vec![vec![[0.0f64; 3]; BATCHES.len()]; 3];
@@ -184,7 +162,7 @@ fn main() {
                 )
                 .await;
                 let table = format!("bench_{}", tag.replace('-', "_"));
-                exec(&url, &format!("DROP TABLE IF EXISTS {table}")).await;
+                pg_exec(&url, &format!("DROP TABLE IF EXISTS {table}")).await;
                 rates[2][b][g] = run(
                     &worker,
                     serde_json::json!({"name": format!("sink-{tag}"), "config": {

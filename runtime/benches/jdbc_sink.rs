@@ -15,15 +15,13 @@
 use std::time::{Duration, Instant};
 
 use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
-use sluice_runtime::config::{ConnectorSpec, WorkerConfig};
+use sluice_runtime::config::ConnectorSpec;
 use sluice_runtime::kafka::{EmbeddedBroker, KafkaClients};
-use sluice_runtime::metrics::Metrics;
-use sluice_runtime::offsets::OffsetStore;
-use sluice_runtime::worker::{Worker, WorkerOptions};
+use sluice_runtime::worker::Worker;
 use sqlx::Connection;
 
 mod common;
-use common::order_json;
+use common::{order_json, pg_exec};
 
 const TOPIC: &str = "bench-orders";
 /// The embedded broker keeps about 5 MiB per partition: spread the records.
@@ -76,15 +74,10 @@ async fn count(url: &str, table: &str) -> i64 {
     n.unwrap_or(0)
 }
 
-async fn exec(url: &str, sql: &str) {
-    let mut c = sqlx::PgConnection::connect(url).await.unwrap();
-    sqlx::raw_sql(sql).execute(&mut c).await.unwrap();
-}
-
 /// Runs one jdbc-sink connector over the whole topic; returns records/s.
 async fn sluice_run(worker: &Worker, url: &str, name: &str, guarantee: &str, n: usize) -> f64 {
     let table = format!("sluice_{}", name.replace('-', "_"));
-    exec(
+    pg_exec(
         url,
         &format!("DROP TABLE IF EXISTS {table}; DELETE FROM sluice_offsets WHERE true"),
     )
@@ -154,13 +147,13 @@ async fn consume_only(clients: &KafkaClients, n: usize) -> f64 {
 /// The database's own upsert rate: the same statement shape fed by
 /// `generate_series` inside the server (no client, no parsing).
 async fn server_upsert(url: &str, n: usize) -> f64 {
-    exec(
+    pg_exec(
         url,
         "DROP TABLE IF EXISTS ceiling_orders; CREATE TABLE ceiling_orders (order_id BIGINT PRIMARY KEY, customer_id TEXT, amount DOUBLE PRECISION, currency TEXT, status TEXT, updated_at TEXT)",
     )
     .await;
     let started = Instant::now();
-    exec(url, &format!(
+    pg_exec(url, &format!(
         "INSERT INTO ceiling_orders SELECT g, 'cust-' || (g % 1000), 10 + (g % 500), 'EUR', 'shipped', '2026-01-01T00:00:00.000Z' FROM generate_series(0, {}) g \
          ON CONFLICT (order_id) DO UPDATE SET customer_id = EXCLUDED.customer_id, amount = EXCLUDED.amount, currency = EXCLUDED.currency, status = EXCLUDED.status, updated_at = EXCLUDED.updated_at",
         n - 1
@@ -171,7 +164,7 @@ async fn server_upsert(url: &str, n: usize) -> f64 {
 
 /// COPY of the same rows as CSV into an empty table: the ceiling.
 async fn copy_run(url: &str, n: usize) -> f64 {
-    exec(
+    pg_exec(
         url,
         "DROP TABLE IF EXISTS copy_orders; CREATE TABLE copy_orders (order_id BIGINT PRIMARY KEY, customer_id TEXT, amount DOUBLE PRECISION, currency TEXT, status TEXT, updated_at TEXT)",
     )
@@ -238,23 +231,9 @@ fn main() {
         let bootstrap = broker.bootstrap_servers().to_string();
         eprintln!("producing {n} records...");
         produce(&bootstrap, n).await;
-        let config = WorkerConfig::from_map(&Default::default()).unwrap();
-        let worker = Worker::new(WorkerOptions {
-            id: "bench".into(),
-            wasm_cache_dir: None,
-            providers: Default::default(),
-            config_store: None,
-            plugin_path: Vec::new(),
-            transforms_library: None,
-            clients: KafkaClients::new(&config, bootstrap.clone(), Some(broker.clone())),
-            offsets: OffsetStore::open(None).unwrap(),
-            default_partitions: 1,
-            shutdown_timeout: Duration::from_secs(5),
-            metrics: Metrics::new(),
-        })
-        .unwrap();
+        let worker = common::worker(&broker, 1);
         // The sink's own offsets table, so each run can clear a previous run's.
-        exec(&url, &sluice_connector_jdbc::Dialect::Postgres.create_offsets_table("sluice_offsets")).await;
+        pg_exec(&url, &sluice_connector_jdbc::Dialect::Postgres.create_offsets_table("sluice_offsets")).await;
         eprintln!("sluice at-least-once...");
         let alo = sluice_run(&worker, &url, "bench-alo", "at-least-once", n).await;
         eprintln!("sluice exactly-once...");
@@ -262,7 +241,7 @@ fn main() {
         eprintln!("COPY...");
         let copy = copy_run(&url, n).await;
         eprintln!("consume only...");
-        let consumed = consume_only(&KafkaClients::new(&config, bootstrap.clone(), Some(broker.clone())), n).await;
+        let consumed = consume_only(worker.clients(), n).await;
         eprintln!("server-side upsert...");
         let server = server_upsert(&url, n).await;
         eprintln!("Python row-at-a-time loop over {py_n} records...");

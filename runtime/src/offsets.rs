@@ -174,8 +174,19 @@ impl OffsetsTopic {
     }
 
     /// Reads the whole topic (committed records only) and returns the
-    /// latest offset of each of `connector`'s source partitions. Blocking.
-    pub fn read(
+    /// latest offset of each of `connector`'s source partitions.
+    pub async fn read(
+        &self,
+        clients: &crate::kafka::KafkaClients,
+        connector: &str,
+    ) -> anyhow::Result<SourceOffsets> {
+        let (topic, clients, connector) = (self.clone(), clients.clone(), connector.to_string());
+        tokio::task::spawn_blocking(move || topic.read_blocking(&clients, &connector))
+            .await
+            .map_err(|e| anyhow::anyhow!("the offsets topic reader failed: {e}"))?
+    }
+
+    fn read_blocking(
         &self,
         clients: &crate::kafka::KafkaClients,
         connector: &str,

@@ -124,6 +124,17 @@ struct TaskLinks {
     topics: Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>,
 }
 
+impl ConnectorRuntime {
+    /// What a new task of this connector is linked to.
+    fn links(&self) -> TaskLinks {
+        TaskLinks {
+            chain: self.chain.subscribe(),
+            paused: self.paused.subscribe(),
+            topics: self.topics.clone(),
+        }
+    }
+}
+
 struct PendingTask {
     id: u32,
     config: ConfigMap,
@@ -347,17 +358,7 @@ impl Worker {
                 });
             c.remote = others;
             for (id, config) in mine {
-                let task = self.spawn_task(
-                    &validated,
-                    id,
-                    config,
-                    TaskLinks {
-                        chain: c.chain.subscribe(),
-                        paused: c.paused.subscribe(),
-                        topics: c.topics.clone(),
-                    },
-                    false,
-                );
+                let task = self.spawn_task(&validated, id, config, c.links(), false);
                 tracing::info!(connector = %name, task = id, "task assigned to this worker");
                 c.tasks.push(task);
             }
@@ -840,17 +841,7 @@ impl Worker {
                 if c.tasks.iter().any(|t| t.id == id) {
                     continue;
                 }
-                let task = self.spawn_task(
-                    &v,
-                    id,
-                    config,
-                    TaskLinks {
-                        chain: c.chain.subscribe(),
-                        paused: c.paused.subscribe(),
-                        topics: c.topics.clone(),
-                    },
-                    false,
-                );
+                let task = self.spawn_task(&v, id, config, c.links(), false);
                 c.tasks.push(task);
                 added.push(id);
             }
@@ -964,13 +955,12 @@ impl Worker {
             if self.source_uses_offsets_topic(&spec)? {
                 // The topic is the truth (a task may not have run since
                 // the worker started).
-                let (clients, connector) = (self.clients.clone(), name.to_string());
-                let read = tokio::task::spawn_blocking(move || {
-                    clients.offsets_topic().read(&clients, &connector)
-                })
-                .await
-                .map_err(|e| WorkerError::Conflict(e.to_string()))?
-                .map_err(|e| WorkerError::Conflict(format!("{e:#}")))?;
+                let read = self
+                    .clients
+                    .offsets_topic()
+                    .read(&self.clients, name)
+                    .await
+                    .map_err(|e| WorkerError::Conflict(format!("{e:#}")))?;
                 self.offsets
                     .replace(name, read)
                     .map_err(|e| WorkerError::Conflict(e.to_string()))?;
@@ -1046,13 +1036,12 @@ impl Worker {
             (ConnectorType::Source, None) => {
                 if self.source_uses_offsets_topic(&spec)? {
                     // Tombstones for every partition the topic knows.
-                    let (clients, connector) = (self.clients.clone(), name.to_string());
-                    let known = tokio::task::spawn_blocking(move || {
-                        clients.offsets_topic().read(&clients, &connector)
-                    })
-                    .await
-                    .map_err(|e| bad(e.to_string()))?
-                    .map_err(|e| bad(format!("{e:#}")))?;
+                    let known = self
+                        .clients
+                        .offsets_topic()
+                        .read(&self.clients, name)
+                        .await
+                        .map_err(|e| bad(format!("{e:#}")))?;
                     let forget: Vec<_> = known.into_keys().map(|k| (k, None)).collect();
                     self.clients
                         .offsets_topic()
@@ -1299,17 +1288,7 @@ impl Worker {
             pending.into_iter().map(|p| (p.id, p.config)).collect()
         };
         for (id, config) in configs {
-            let task = self.spawn_task(
-                v,
-                id,
-                config,
-                TaskLinks {
-                    chain: c.chain.subscribe(),
-                    paused: c.paused.subscribe(),
-                    topics: c.topics.clone(),
-                },
-                true,
-            );
+            let task = self.spawn_task(v, id, config, c.links(), true);
             c.tasks.push(task);
             tracing::info!(connector = %name, task = id, "task restarted");
         }

@@ -2,7 +2,15 @@
 
 #![allow(dead_code)] // each bench uses a part
 
+use std::time::Duration;
+
+use sluice_runtime::config::WorkerConfig;
+use sluice_runtime::kafka::{EmbeddedBroker, KafkaClients};
+use sluice_runtime::metrics::Metrics;
+use sluice_runtime::offsets::OffsetStore;
+use sluice_runtime::worker::{Worker, WorkerOptions};
 use sluice_sdk::Record;
+use sqlx::Connection;
 
 /// An order event as JSON, about 170 bytes.
 pub fn order_json(i: usize) -> String {
@@ -31,4 +39,34 @@ pub fn order(i: usize) -> Record {
 pub fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     v[v.len() / 2]
+}
+
+/// A worker with the default config against the embedded `broker`, its
+/// topics created with `default_partitions`.
+pub fn worker(broker: &EmbeddedBroker, default_partitions: i32) -> Worker {
+    let config = WorkerConfig::from_map(&Default::default()).unwrap();
+    Worker::new(WorkerOptions {
+        id: "bench".into(),
+        wasm_cache_dir: None,
+        providers: Default::default(),
+        config_store: None,
+        plugin_path: Vec::new(),
+        transforms_library: None,
+        clients: KafkaClients::new(
+            &config,
+            broker.bootstrap_servers().to_string(),
+            Some(broker.clone()),
+        ),
+        offsets: OffsetStore::open(None).unwrap(),
+        default_partitions,
+        shutdown_timeout: Duration::from_secs(5),
+        metrics: Metrics::new(),
+    })
+    .unwrap()
+}
+
+/// Runs SQL on PostgreSQL.
+pub async fn pg_exec(url: &str, sql: &str) {
+    let mut c = sqlx::PgConnection::connect(url).await.unwrap();
+    sqlx::raw_sql(sql).execute(&mut c).await.unwrap();
 }

@@ -42,10 +42,10 @@ pub async fn start_offsets(
     if !from_topic {
         return Ok(store.load(connector));
     }
-    let (c, name) = (clients.clone(), connector.to_string());
-    let read = tokio::task::spawn_blocking(move || c.offsets_topic().read(&c, &name))
+    let read = clients
+        .offsets_topic()
+        .read(clients, connector)
         .await
-        .map_err(|e| ConnectError::fatal(format!("reading source offsets: {e}")))?
         .map_err(|e| {
             ConnectError::retriable(format!("reading the source offsets: {e:#}"))
                 .with_class("OffsetsUnavailable")
@@ -584,17 +584,17 @@ async fn attempt_commit(
 /// After a commit with an unknown outcome: do the committed records of the
 /// offsets topic hold this transaction's offsets?
 async fn committed_in_topic(env: &TaskEnv, changes: &[OffsetChange]) -> bool {
-    let (clients, connector) = (env.clients.clone(), env.connector.to_string());
-    let read =
-        tokio::task::spawn_blocking(move || clients.offsets_topic().read(&clients, &connector))
-            .await;
+    let read = env
+        .clients
+        .offsets_topic()
+        .read(&env.clients, &env.connector)
+        .await;
     match read {
-        Ok(Ok(stored)) => changes.iter().all(|(k, v)| stored.get(k) == v.as_ref()),
-        Ok(Err(e)) => {
+        Ok(stored) => changes.iter().all(|(k, v)| stored.get(k) == v.as_ref()),
+        Err(e) => {
             tracing::warn!(error = %format!("{e:#}"), "could not read the offsets topic; redoing the transaction");
             false
         }
-        Err(_) => false,
     }
 }
 

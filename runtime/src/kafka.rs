@@ -40,6 +40,10 @@ pub struct KafkaClients {
 /// Kafka's own defaults (45 s, 3 s) make a slow restart a rebalance.
 pub const SESSION_TIMEOUT_MS: u64 = 60_000;
 pub const HEARTBEAT_INTERVAL_MS: u64 = 10_000;
+/// How long a task's consumer waits to fetch again once its prefetch
+/// queue is full (see [`KafkaClients::consumer`]).
+const FETCH_QUEUE_BACKOFF_MS: u32 = 20;
+
 /// The floor of `max.poll.interval.ms` (Kafka's default).
 const MAX_POLL_INTERVAL_FLOOR_MS: u64 = 300_000;
 /// The ceiling of the derived `max.poll.interval.ms` (with infrastructure
@@ -196,7 +200,12 @@ impl KafkaClients {
             // assignment; anything else out of range is data loss, an error.
             .set("auto.offset.reset", "error")
             .set("enable.partition.eof", "false")
-            .set("statistics.interval.ms", "5000");
+            .set("statistics.interval.ms", "5000")
+            // Once its prefetch queue holds `queued.min.messages`, librdkafka
+            // stops fetching for this long (1 s by default): a task that
+            // drains the queue faster than that then waits for data the
+            // broker has. A short pause keeps the queue filled.
+            .set("fetch.queue.backoff.ms", FETCH_QUEUE_BACKOFF_MS.to_string());
         let settings: Vec<(&String, &String)> = self
             .consumer_overrides
             .iter()
@@ -1009,6 +1018,8 @@ mod tests {
         // The longest batch plus a minute.
         assert_eq!(c.get("max.poll.interval.ms"), Some("360000"));
         assert_eq!(c.get("enable.auto.commit"), Some("false"));
+        // A full prefetch queue pauses fetching briefly, not for librdkafka's 1 s.
+        assert_eq!(c.get("fetch.queue.backoff.ms"), Some("20"));
     }
 
     #[test]
@@ -1029,8 +1040,15 @@ mod tests {
         assert_eq!(c.get("partition.assignment.strategy"), Some("range"));
         // librdkafka wants it at least the session timeout.
         assert_eq!(c.get("max.poll.interval.ms"), Some("900000"));
-        let c = config(&clients, &[("max.poll.interval.ms", "5000")]);
+        let c = config(
+            &clients,
+            &[
+                ("max.poll.interval.ms", "5000"),
+                ("fetch.queue.backoff.ms", "500"),
+            ],
+        );
         assert_eq!(c.get("max.poll.interval.ms"), Some("5000"));
+        assert_eq!(c.get("fetch.queue.backoff.ms"), Some("500"));
     }
 
     #[test]

@@ -11,6 +11,7 @@ mod dialect;
 mod value;
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde::Deserialize;
@@ -22,7 +23,7 @@ use sluice_sdk::{
 
 pub use db::{Column, Pool, Target, classify, redact_url};
 pub use dialect::{Dialect, WriteMode};
-use value::{ColumnKind, SqlValue};
+use value::{ColumnKind, KeyRef, ParsedValue, SqlValue};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -291,6 +292,7 @@ impl SinkConnector for JdbcSinkConnector {
     ) -> Result<Box<dyn SinkTask>, ConnectError> {
         let cfg = JdbcSinkConfig::parse(config).map_err(|e| ConnectError::fatal(e.to_string()))?;
         Ok(Box::new(JdbcSinkTask {
+            pk_fields: cfg.pk_fields.clone().into(),
             cfg,
             context,
             pool: None,
@@ -376,13 +378,15 @@ struct JdbcSinkTask {
     tables: HashMap<String, TableInfo>,
     tx: TxState,
     offsets_table_ready: bool,
+    /// `pk.fields`, shared by every row that uses them.
+    pk_fields: Arc<[String]>,
 }
 
 /// One record turned into named column values.
 struct Row {
     columns: Vec<(String, SqlValue)>,
     /// Names of the primary-key columns, in key order.
-    pk_names: Vec<String>,
+    pk_names: Arc<[String]>,
     pk: Vec<SqlValue>,
     /// The guard column's value, when `upsert.guard.column` is set.
     guard: Option<SqlValue>,
@@ -396,10 +400,10 @@ enum Op {
 }
 
 impl Op {
-    fn key(&self) -> String {
+    fn key(&self) -> KeyRef<'_> {
         match self {
-            Op::Write(r) => format!("{:?}", r.pk),
-            Op::Delete(_, pk) => format!("{pk:?}"),
+            Op::Write(r) => KeyRef(&r.pk),
+            Op::Delete(_, pk) => KeyRef(pk),
         }
     }
 }
@@ -472,7 +476,7 @@ impl JdbcSinkTask {
     }
 
     fn op_from(&self, record: &Record) -> Result<Op, ConnectError> {
-        if record.value.is_none() {
+        let Some(bytes) = record.value.as_deref() else {
             if self.cfg.delete_enabled {
                 return self.delete_op(record);
             }
@@ -481,30 +485,26 @@ impl JdbcSinkTask {
                 record.coordinates()
             ))
             .with_class("Tombstone"));
-        }
-        let value = record.value_json().map_err(|e| {
-            ConnectError::data(format!(
-                "value of {} is not JSON: {e}",
-                record.coordinates()
-            ))
-            .with_class("MalformedJson")
-        })?;
-        let object = match value {
-            serde_json::Value::Object(o) => o,
-            serde_json::Value::Null if self.cfg.delete_enabled => return self.delete_op(record),
-            other => {
+        };
+        let fields = match ParsedValue::parse(bytes) {
+            Ok(ParsedValue::Object(fields)) => fields,
+            Ok(ParsedValue::Null) if self.cfg.delete_enabled => return self.delete_op(record),
+            Ok(ParsedValue::Null) => {
+                return Err(self.not_an_object(record, "null"));
+            }
+            Ok(ParsedValue::Other(what)) => return Err(self.not_an_object(record, what)),
+            Err(e) => {
                 return Err(ConnectError::data(format!(
-                    "value of {} is JSON but not an object (got {}); the JDBC sink maps object fields to columns",
-                    record.coordinates(),
-                    value::json_type(&other)
+                    "value of {} is not JSON: {e}",
+                    record.coordinates()
                 ))
-                .with_class("NotAnObject"));
+                .with_class("MalformedJson"));
             }
         };
-        let mut columns: Vec<(String, SqlValue)> = Vec::with_capacity(object.len() + 3);
-        let mut pk_names: Vec<String> = match self.cfg.pk_mode {
-            PkMode::None => Vec::new(),
-            _ => self.cfg.pk_fields.clone(),
+        let mut columns: Vec<(String, SqlValue)> = Vec::with_capacity(fields.len() + 3);
+        let mut pk_names = match self.cfg.pk_mode {
+            PkMode::None => Arc::from([]),
+            _ => self.pk_fields.clone(),
         };
         match self.cfg.pk_mode {
             PkMode::Kafka => {
@@ -525,14 +525,15 @@ impl JdbcSinkTask {
             }
             PkMode::None | PkMode::RecordValue => {}
         }
-        let whitelisted = |f: &str| {
-            self.cfg.fields_whitelist.is_empty() || self.cfg.fields_whitelist.iter().any(|w| w == f)
-        };
-        for (field, v) in &object {
-            if !whitelisted(field) || columns.iter().any(|(c, _)| c == field) {
-                continue;
+        // Columns taken from the key or the record's coordinates win over a
+        // value field of the same name.
+        let from_key = columns.len();
+        for (field, v) in fields {
+            let whitelisted =
+                self.cfg.fields_whitelist.is_empty() || self.cfg.fields_whitelist.contains(&field);
+            if whitelisted && !columns[..from_key].iter().any(|(c, _)| *c == field) {
+                columns.push((field, v));
             }
-            columns.push((field.clone(), SqlValue::from_json(v)));
         }
         let value_of = |name: &str| {
             columns
@@ -541,7 +542,7 @@ impl JdbcSinkTask {
                 .map(|(_, v)| v.clone())
         };
         let mut pk = Vec::with_capacity(pk_names.len());
-        for name in &pk_names {
+        for name in pk_names.iter() {
             match value_of(name) {
                 Some(SqlValue::Null) | None => {
                     return Err(ConnectError::data(format!(
@@ -574,6 +575,14 @@ impl JdbcSinkTask {
         }))
     }
 
+    fn not_an_object(&self, record: &Record, what: &str) -> ConnectError {
+        ConnectError::data(format!(
+            "value of {} is JSON but not an object (got {what}); the JDBC sink maps object fields to columns",
+            record.coordinates(),
+        ))
+        .with_class("NotAnObject")
+    }
+
     /// Orders a table's operations into phases of batched statements.
     /// With a key (upsert, update), only the last operation per key counts
     /// (with a guard: the newest write), so all can run in two statements;
@@ -582,11 +591,9 @@ impl JdbcSinkTask {
         let ops = if self.cfg.insert_mode == InsertMode::Insert {
             ops
         } else {
-            let keys: Vec<String> = ops.iter().map(Op::key).collect();
-            let mut winner: HashMap<&str, usize> = HashMap::with_capacity(ops.len());
+            let mut winner: HashMap<KeyRef, usize> = HashMap::with_capacity(ops.len());
             for (i, op) in ops.iter().enumerate() {
-                let key = keys[i].as_str();
-                let replace = match (winner.get(key).map(|&w| &ops[w]), op) {
+                let replace = match (winner.get(&op.key()).map(|&w| &ops[w]), op) {
                     (Some(Op::Write(old)), Op::Write(new)) => match (&old.guard, &new.guard) {
                         (Some(a), Some(b)) => !b.is_older_than(a),
                         _ => true,
@@ -594,11 +601,13 @@ impl JdbcSinkTask {
                     _ => true,
                 };
                 if replace {
-                    winner.insert(key, i);
+                    winner.insert(op.key(), i);
                 }
             }
-            let keep: Vec<bool> = (0..ops.len())
-                .map(|i| winner.get(keys[i].as_str()) == Some(&i))
+            let keep: Vec<bool> = ops
+                .iter()
+                .enumerate()
+                .map(|(i, op)| winner.get(&op.key()) == Some(&i))
                 .collect();
             ops.into_iter()
                 .zip(keep)
@@ -651,9 +660,16 @@ impl JdbcSinkTask {
         for phase in phases {
             match phase {
                 Phase::Write(rows) => {
+                    // Rows mostly repeat the previous row's fields: once every
+                    // kind is known, such a row adds nothing.
+                    let mut previous: Option<&Row> = None;
                     for row in rows {
                         if pk.is_empty() {
-                            pk = row.pk_names.clone();
+                            pk = row.pk_names.to_vec();
+                        }
+                        let known = wanted.iter().all(|(_, kind)| kind.is_some());
+                        if known && previous.is_some_and(|p| same_fields(p, row)) {
+                            continue;
                         }
                         for (name, v) in &row.columns {
                             match wanted.iter_mut().find(|(n, _)| n == name) {
@@ -662,6 +678,7 @@ impl JdbcSinkTask {
                                 None => wanted.push((name.clone(), v.kind())),
                             }
                         }
+                        previous = Some(row);
                     }
                 }
                 Phase::Delete(names, _) => {
@@ -787,13 +804,18 @@ impl JdbcSinkTask {
                     // a record lacks never touches its column.
                     let mut groups: Vec<StatementRows> = Vec::new();
                     for row in rows {
-                        let names: Vec<String> =
-                            row.columns.iter().map(|(c, _)| c.clone()).collect();
-                        let values: Vec<SqlValue> =
-                            row.columns.into_iter().map(|(_, v)| v).collect();
-                        match groups.iter_mut().find(|(n, _, _)| *n == names) {
-                            Some((_, _, rows)) => rows.push(values),
-                            None => groups.push((names, row.pk_names, vec![values])),
+                        let group = groups.iter_mut().position(|(names, _, _)| {
+                            names.len() == row.columns.len()
+                                && names.iter().zip(&row.columns).all(|(n, (c, _))| n == c)
+                        });
+                        match group {
+                            Some(g) => groups[g]
+                                .2
+                                .push(row.columns.into_iter().map(|(_, v)| v).collect()),
+                            None => {
+                                let (names, values) = row.columns.into_iter().unzip();
+                                groups.push((names, row.pk_names.to_vec(), vec![values]));
+                            }
                         }
                     }
                     for (names, pk, rows) in groups {
@@ -835,14 +857,27 @@ impl JdbcSinkTask {
     /// Turns records into per-table phases; any bad record fails the put
     /// (the runtime then isolates it).
     fn plan(&self, records: &[Record]) -> Result<Vec<(String, Vec<Phase>)>, ConnectError> {
+        // (topic, its table's place in by_table): batches hold few topics.
+        let mut tables: Vec<(&str, usize)> = Vec::new();
         let mut by_table: Vec<(String, Vec<Op>)> = Vec::new();
         for record in records {
             let op = self.op_from(record)?;
-            let table = self.cfg.table_for(&record.topic);
-            match by_table.iter_mut().find(|(t, _)| *t == table) {
-                Some((_, ops)) => ops.push(op),
-                None => by_table.push((table, vec![op])),
-            }
+            let slot = match tables.iter().find(|(t, _)| *t == record.topic) {
+                Some(&(_, slot)) => slot,
+                None => {
+                    let table = self.cfg.table_for(&record.topic);
+                    let slot = match by_table.iter().position(|(t, _)| *t == table) {
+                        Some(slot) => slot,
+                        None => {
+                            by_table.push((table, Vec::new()));
+                            by_table.len() - 1
+                        }
+                    };
+                    tables.push((&record.topic, slot));
+                    slot
+                }
+            };
+            by_table[slot].1.push(op);
         }
         Ok(by_table
             .into_iter()
@@ -953,6 +988,15 @@ impl JdbcSinkTask {
         }
         result
     }
+}
+
+/// Whether two rows write the same columns in the same order.
+fn same_fields(a: &Row, b: &Row) -> bool {
+    a.columns.len() == b.columns.len()
+        && a.columns
+            .iter()
+            .zip(&b.columns)
+            .all(|((x, _), (y, _))| x == y)
 }
 
 fn coerce_row(

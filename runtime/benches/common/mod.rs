@@ -2,6 +2,10 @@
 
 #![allow(dead_code)] // each bench uses a part
 
+// The `sluice` binary's allocator, so in-process runs measure what it runs.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::time::Duration;
 
 use sluice_runtime::config::WorkerConfig;

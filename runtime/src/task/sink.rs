@@ -5,6 +5,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures::{FutureExt, StreamExt};
+
 use rdkafka::consumer::{CommitMode, Consumer, StreamConsumer};
 use rdkafka::message::{BorrowedMessage, Headers};
 use rdkafka::{Message, Offset, TopicPartitionList};
@@ -321,10 +323,15 @@ async fn write_batch(
     env.note_topics(batch.iter().map(|r| r.topic.as_str()));
     // Next offset to read per partition, committed once every record of
     // the batch was written or dead-lettered.
-    let mut next: BTreeMap<(String, i32), i64> = BTreeMap::new();
-    for r in &batch {
-        next.insert((r.topic.clone(), r.partition), r.offset + 1);
-    }
+    let next: BTreeMap<(String, i32), i64> = {
+        let mut next: BTreeMap<(&str, i32), i64> = BTreeMap::new();
+        for r in &batch {
+            next.insert((&r.topic, r.partition), r.offset + 1);
+        }
+        next.into_iter()
+            .map(|((topic, partition), offset)| ((topic.to_string(), partition), offset))
+            .collect()
+    };
 
     let inputs = check_converters(env, errors, batch).await?;
     let outputs = transform_all(env, errors, &inputs).await?;
@@ -522,10 +529,11 @@ async fn put_isolating(
     }
     let mut pending = vec![live];
     while let Some(chunk) = pending.pop() {
-        let records: Vec<Record> = chunk.iter().map(|&i| outputs[i].1.clone()).collect();
+        // `put` takes the records: each attempt gets its own copy.
+        let records = || chunk.iter().map(|&i| outputs[i].1.clone()).collect();
         let mut retrier = errors.retrier(Stage::TaskPut, true);
         let outcome = loop {
-            match task.put(records.clone()).await {
+            match task.put(records()).await {
                 Ok(()) => break Ok(()),
                 Err(e) if e.kind == ErrorKind::Retriable && in_transaction => return Err(e),
                 Err(e) if e.kind == ErrorKind::Retriable && retrier.again(&e).await => continue,
@@ -617,11 +625,19 @@ pub(crate) async fn next_batch(
 ) -> Result<Vec<Record>, ConnectError> {
     let mut batch = Vec::new();
     let mut deadline = tokio::time::Instant::now() + Duration::from_secs(1);
+    let mut stream = consumer.stream();
     while batch.len() < max_records {
-        let received = tokio::select! {
-            biased;
-            _ = env.cancel.cancelled() => break,
-            r = tokio::time::timeout_at(deadline, consumer.recv()) => r,
+        // A record already fetched is taken at once; only waiting for one
+        // needs the timer and the cancellation check.
+        let received = match stream.next().now_or_never() {
+            Some(r) => Ok(r.expect("kafka streams never end")),
+            None => tokio::select! {
+                biased;
+                _ = env.cancel.cancelled() => break,
+                r = tokio::time::timeout_at(deadline, stream.next()) => {
+                    r.map(|r| r.expect("kafka streams never end"))
+                }
+            },
         };
         match received {
             Err(_elapsed) => break,

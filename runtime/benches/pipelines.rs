@@ -41,8 +41,8 @@
 //!   SLUICE_BENCH_SCALING_SIZES [100000,1000000,10000000].
 
 use std::collections::HashMap;
-use std::rc::Rc;
 use std::path::PathBuf;
+use std::rc::Rc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -56,8 +56,8 @@ use sqlx::Connection;
 mod guest_build;
 
 mod common;
-use common::{order_json, pg_exec};
 use common::process::{ProcStats, SluiceProcess, mib, run_python_baseline};
+use common::{order_json, pg_exec};
 
 fn env_usize(name: &str, default: usize) -> usize {
     match std::env::var(name) {
@@ -106,10 +106,7 @@ fn now_us() -> i64 {
 /// An order stamped with the time it was sent, for latency.
 fn order_sent_at(i: usize, sent_at_us: i64) -> String {
     let json = order_json(i);
-    format!(
-        "{},\"sent_at_us\":{sent_at_us}}}",
-        &json[..json.len() - 1]
-    )
+    format!("{},\"sent_at_us\":{sent_at_us}}}", &json[..json.len() - 1])
 }
 
 /// A topic the bench created, with its partition count.
@@ -228,7 +225,9 @@ impl Bench {
         if let Some(t) = self.orders.get(&n) {
             return t.clone();
         }
-        let topic = self.create_topic(&format!("orders-{n}"), partitions_for(n)).await;
+        let topic = self
+            .create_topic(&format!("orders-{n}"), partitions_for(n))
+            .await;
         eprintln!("producing {n} orders into {}...", topic.name);
         let producer = producer(&self.bootstrap, "20");
         let mut pending = Vec::with_capacity(10_000);
@@ -249,7 +248,12 @@ impl Bench {
 
     /// A worker against the bench's broker.
     async fn worker(&self) -> SluiceProcess {
-        SluiceProcess::start(Some(&self.bootstrap), &self.wasm_cache, serde_json::json!({})).await
+        SluiceProcess::start(
+            Some(&self.bootstrap),
+            &self.wasm_cache,
+            serde_json::json!({}),
+        )
+        .await
     }
 
     /// The reference transform's keys for a connector config.
@@ -484,11 +488,22 @@ async fn pipeline1(bench: &mut Bench, n: usize, py_n: usize, batch: usize) -> Op
     for guarantee in ["at-least-once", "exactly-once"] {
         let table = bench.unique("pipeline1").replace('-', "_");
         // Offsets an earlier run stored would point past this run's input.
-        pg_exec(&url, &format!("DROP TABLE IF EXISTS {table}; DELETE FROM sluice_offsets")).await;
+        pg_exec(
+            &url,
+            &format!("DROP TABLE IF EXISTS {table}; DELETE FROM sluice_offsets"),
+        )
+        .await;
         eprintln!("pipeline 1: Sluice jdbc-sink, {guarantee}, {n} records...");
         let config = bench.sink_config(&url, &input, &table, guarantee, Some(batch));
         let m = bench
-            .run_sluice(vec![config], n, Delivered::Table { url: &url, table: &table })
+            .run_sluice(
+                vec![config],
+                n,
+                Delivered::Table {
+                    url: &url,
+                    table: &table,
+                },
+            )
             .await;
         runs.push((guarantee, m));
     }
@@ -513,7 +528,9 @@ async fn pipeline1(bench: &mut Bench, n: usize, py_n: usize, batch: usize) -> Op
         "{n} JSON order records (Python: the first {py_n} it reads), embedded broker ({} partitions), one task, `batch.max.records` {batch}; ratios are Sluice / Python\n",
         input.partitions
     );
-    println!("| pipeline | records/s | CPU s per 1M records | peak RSS MiB | records/s vs Python | CPU/record vs Python | peak RSS vs Python |");
+    println!(
+        "| pipeline | records/s | CPU s per 1M records | peak RSS MiB | records/s vs Python | CPU/record vs Python | peak RSS vs Python |"
+    );
     println!("|---|---:|---:|---:|---:|---:|---:|");
     for (guarantee, m) in &runs {
         println!(
@@ -527,7 +544,9 @@ async fn pipeline1(bench: &mut Bench, n: usize, py_n: usize, batch: usize) -> Op
             "| Python: confluent-kafka + SQLAlchemy, 1 tx and 1 sync commit per record ({py_n} records; baseline) | {} | 1.0x | 1.00 | 1.00 |",
             p.cells()
         ),
-        None => println!("| Python baseline | NOT RUN: set SLUICE_BENCH_PYTHON (bench/run.sh does) | | | | | |"),
+        None => println!(
+            "| Python baseline | NOT RUN: set SLUICE_BENCH_PYTHON (bench/run.sh does) | | | | | |"
+        ),
     }
     let (alo, eos) = (&runs[0].1, &runs[1].1);
     println!(
@@ -551,7 +570,9 @@ async fn pipeline1(bench: &mut Bench, n: usize, py_n: usize, batch: usize) -> Op
 async fn pipeline2(bench: &mut Bench, n: usize, py_n: usize) -> Option<f64> {
     let with_transform = bench.stream_with_transform(n, 1).await;
     let input = bench.orders(n).await;
-    let output = bench.create_topic("passthrough-out", input.partitions).await;
+    let output = bench
+        .create_topic("passthrough-out", input.partitions)
+        .await;
     eprintln!("pipeline 2: Sluice stream, exactly-once, no transform, {n} records...");
     let config = bench.stream_config(&input, &output, 1, false, Some(bench.stream_batch));
     let passthrough = bench
@@ -581,7 +602,9 @@ async fn pipeline2(bench: &mut Bench, n: usize, py_n: usize) -> Option<f64> {
         "{n} JSON order records (Python: the first {py_n} it reads), embedded broker ({} partitions), one task, a transaction per {} records; ratios are to the Python loop\n",
         input.partitions, bench.stream_batch
     );
-    println!("| pipeline | records/s | CPU s per 1M records | peak RSS MiB | records/s vs Python | CPU/record vs Python | peak RSS vs Python |");
+    println!(
+        "| pipeline | records/s | CPU s per 1M records | peak RSS MiB | records/s vs Python | CPU/record vs Python | peak RSS vs Python |"
+    );
     println!("|---|---:|---:|---:|---:|---:|---:|");
     println!(
         "| Sluice stream, WASM transform | {} | {} |",
@@ -598,7 +621,9 @@ async fn pipeline2(bench: &mut Bench, n: usize, py_n: usize) -> Option<f64> {
             "| Python: confluent-kafka consume-transform-produce with transactions ({py_n} records; baseline) | {} | 1.0x | 1.00 | 1.00 |",
             p.cells()
         ),
-        None => println!("| Python baseline | NOT RUN: set SLUICE_BENCH_PYTHON (bench/run.sh does) | | | | | |"),
+        None => println!(
+            "| Python baseline | NOT RUN: set SLUICE_BENCH_PYTHON (bench/run.sh does) | | | | | |"
+        ),
     }
     println!(
         "\nthe transform's cost: throughput {:.2} of the pass-through's, {:.1} CPU s per 1M records more",
@@ -619,15 +644,18 @@ impl Pace {
     fn total(&self) -> usize {
         (self.rate as f64 * (self.warmup + self.measured).as_secs_f64()) as usize
     }
+    /// The order ids sent after the warm-up: those measured.
+    fn measured_ids(&self) -> std::ops::Range<usize> {
+        (self.rate as f64 * self.warmup.as_secs_f64()) as usize..self.total()
+    }
 }
 
-/// Produces `pace.total()` orders at the rate, each stamped with its send
-/// time; returns the time from which records count (after the warm-up).
-async fn produce_paced(bootstrap: &str, topic: &Topic, pace: &Pace) -> i64 {
+/// Produces orders 0..`pace.total()` at the rate, each stamped with its
+/// send time.
+async fn produce_paced(bootstrap: &str, topic: &Topic, pace: &Pace) {
     // linger.ms 1: the producer batches what one millisecond brings.
     let producer = producer(bootstrap, "1");
     let started = Instant::now();
-    let measured_from = now_us() + pace.warmup.as_micros() as i64;
     let mut pending = Vec::with_capacity(pace.total());
     for i in 0..pace.total() {
         let due = started + Duration::from_secs_f64(i as f64 / pace.rate as f64);
@@ -639,18 +667,17 @@ async fn produce_paced(bootstrap: &str, topic: &Topic, pace: &Pace) -> i64 {
     for d in pending {
         delivered(d).await;
     }
-    measured_from
 }
 
 /// Reads `topic` (read_committed) from the start until `expected` records
-/// came, in a thread of its own; returns each record's send and receive
-/// times, in µs.
+/// came, in a thread of its own; returns each record's order id, and its
+/// send and receive times in µs.
 fn receive_times(
     bootstrap: &str,
     topic: &Topic,
     expected: usize,
     deadline: Instant,
-) -> std::thread::JoinHandle<Vec<(i64, i64)>> {
+) -> std::thread::JoinHandle<Vec<(usize, i64, i64)>> {
     let consumer: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
         .set("group.id", "bench-latency")
@@ -673,12 +700,14 @@ fn receive_times(
             match consumer.poll(Duration::from_millis(100)) {
                 Some(Ok(m)) => {
                     let received = now_us();
-                    let sent = m
+                    let order: serde_json::Value = m
                         .payload()
-                        .and_then(|v| serde_json::from_slice::<serde_json::Value>(v).ok())
-                        .and_then(|v| v["sent_at_us"].as_i64())
-                        .expect("a record with sent_at_us");
-                    times.push((sent, received));
+                        .and_then(|v| serde_json::from_slice(v).ok())
+                        .expect("a JSON order");
+                    match (order["order_id"].as_u64(), order["sent_at_us"].as_i64()) {
+                        (Some(id), Some(sent)) => times.push((id as usize, sent, received)),
+                        _ => panic!("an order without order_id or sent_at_us: {order}"),
+                    }
                 }
                 Some(Err(e)) => panic!("consuming for latency: {e}"),
                 None => {}
@@ -691,7 +720,9 @@ fn receive_times(
 fn percentiles(mut latencies_us: Vec<i64>) -> Latency {
     assert!(!latencies_us.is_empty(), "no latency measured");
     latencies_us.sort_unstable();
-    let at = |q: f64| latencies_us[((latencies_us.len() - 1) as f64 * q).round() as usize] as f64 / 1000.0;
+    let at = |q: f64| {
+        latencies_us[((latencies_us.len() - 1) as f64 * q).round() as usize] as f64 / 1000.0
+    };
     Latency {
         p50: at(0.5),
         p99: at(0.99),
@@ -712,26 +743,27 @@ async fn topic_latency(
 ) -> Latency {
     let deadline = Instant::now() + pace.warmup + pace.measured + Duration::from_secs(120);
     let receiver = receive_times(&bench.bootstrap, output, expected, deadline);
-    let from = produce_paced(&bench.bootstrap, input, pace).await;
+    produce_paced(&bench.bootstrap, input, pace).await;
     let times = tokio::task::spawn_blocking(move || receiver.join())
         .await
         .expect("joined")
         .expect("the latency consumer did not panic");
+    let measured = pace.measured_ids();
     percentiles(
         times
             .into_iter()
-            .filter(|(sent, _)| *sent >= from)
-            .map(|(sent, received)| received - sent)
+            .filter(|(id, _, _)| measured.contains(id))
+            .map(|(_, sent, received)| received - sent)
             .collect(),
     )
 }
 
-/// Sends the probe record (order id past the paced ones, sent at time 0 so
-/// it is never measured): a pipeline is ready once it went through.
+/// Sends the probe record (order id past the paced ones, so it is never
+/// measured): a pipeline is ready once it went through.
 async fn send_probe(bootstrap: &str, topic: &Topic, pace: &Pace) {
     let probe = producer(bootstrap, "0");
     let id = pace.total();
-    delivered(send(&probe, topic, id, &order_sent_at(id, 0))).await;
+    delivered(send(&probe, topic, id, &order_sent_at(id, now_us()))).await;
 }
 
 /// Part 3: end-to-end latency at a fixed input rate.
@@ -844,7 +876,7 @@ async fn sink_latency(
         worker.assert_running(&name).await;
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let from = produce_paced(&bench.bootstrap, &input, pace).await;
+    produce_paced(&bench.bootstrap, &input, pace).await;
     let deadline = Instant::now() + Duration::from_secs(120);
     while table_rows(url, &table).await < pace.total() as i64 + 1 {
         assert!(Instant::now() < deadline, "{table}: rows missing");
@@ -855,9 +887,10 @@ async fn sink_latency(
         "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY written_at_us - sent_at_us), \
                 percentile_cont(0.99) WITHIN GROUP (ORDER BY written_at_us - sent_at_us), \
                 max(written_at_us - sent_at_us), count(*) \
-         FROM {table} WHERE sent_at_us >= $1"
+         FROM {table} WHERE order_id >= $1 AND order_id < $2"
     ))
-    .bind(from)
+    .bind(pace.measured_ids().start as i64)
+    .bind(pace.measured_ids().end as i64)
     .fetch_one(&mut pg(url).await)
     .await
     .unwrap_or_else(|e| panic!("latency percentiles of {table}: {e}"));
@@ -873,21 +906,32 @@ async fn sink_latency(
 async fn memory(bench: &mut Bench, idle: Duration, connectors: usize, records_each: usize) {
     let mut idle_rows = Vec::new();
     for (label, bootstrap) in [
-        ("against a Kafka cluster (the bench's broker)", Some(bench.bootstrap.clone())),
+        (
+            "against a Kafka cluster (the bench's broker)",
+            Some(bench.bootstrap.clone()),
+        ),
         ("zero setup: the embedded broker in the worker", None),
     ] {
         eprintln!("memory: idle worker, {label}...");
-        let worker =
-            SluiceProcess::start(bootstrap.as_deref(), &bench.wasm_cache, serde_json::json!({})).await;
+        let worker = SluiceProcess::start(
+            bootstrap.as_deref(),
+            &bench.wasm_cache,
+            serde_json::json!({}),
+        )
+        .await;
         tokio::time::sleep(idle).await;
         idle_rows.push((label, worker.stats()));
     }
 
-    eprintln!("memory: {connectors} stream connectors with the transform, {records_each} records each...");
+    eprintln!(
+        "memory: {connectors} stream connectors with the transform, {records_each} records each..."
+    );
     let mut configs = Vec::new();
     let mut outputs = Vec::new();
     for _ in 0..connectors {
-        let input = bench.create_topic("load-in", partitions_for(records_each)).await;
+        let input = bench
+            .create_topic("load-in", partitions_for(records_each))
+            .await;
         let producer = producer(&bench.bootstrap, "20");
         let pending: Vec<_> = (0..records_each)
             .map(|i| send(&producer, &input, i, &order_json(i)))
@@ -909,7 +953,9 @@ async fn memory(bench: &mut Bench, idle: Duration, connectors: usize, records_ea
         "Resident memory of `sluice standalone` with no connectors, {} s after start; target: under 50 MiB\n",
         idle.as_secs()
     );
-    println!("| worker | RSS MiB | of which anonymous | of which file-backed | peak RSS MiB | under 50 MiB |");
+    println!(
+        "| worker | RSS MiB | of which anonymous | of which file-backed | peak RSS MiB | under 50 MiB |"
+    );
     println!("|---|---:|---:|---:|---:|---|");
     for (label, s) in &idle_rows {
         println!(
@@ -954,8 +1000,12 @@ async fn scaling(bench: &mut Bench, n: usize, tasks: &[usize], sizes: &[usize]) 
             m.records_per_second() / by_tasks[0].1.records_per_second()
         );
     }
-    println!("\nBy records per run, one task (flat per record is the goal); ratios to the first row\n");
-    println!("| records | partitions | records/s | CPU s per 1M records | peak RSS MiB | CPU per record ratio |");
+    println!(
+        "\nBy records per run, one task (flat per record is the goal); ratios to the first row\n"
+    );
+    println!(
+        "| records | partitions | records/s | CPU s per 1M records | peak RSS MiB | CPU per record ratio |"
+    );
     println!("|---:|---:|---:|---:|---:|---:|");
     for (s, m) in &by_size {
         println!(
@@ -1012,7 +1062,10 @@ fn main() {
         let wants = |part: &str| parts.iter().any(|p| p == part);
         let mut python_rates = vec![];
         if wants("pipeline1") {
-            python_rates.push(("pipeline 1", pipeline1(&mut bench, n, py_n, sink_batch).await));
+            python_rates.push((
+                "pipeline 1",
+                pipeline1(&mut bench, n, py_n, sink_batch).await,
+            ));
         }
         if wants("pipeline2") {
             python_rates.push(("pipeline 2", pipeline2(&mut bench, n, py_n).await));

@@ -143,7 +143,10 @@ impl SluiceProcess {
     }
 
     fn fail(&self, what: &str) -> ! {
-        panic!("sluice worker: {what}\nlast lines of its log:\n{}", self.log_tail())
+        panic!(
+            "sluice worker: {what}\nlast lines of its log:\n{}",
+            self.log_tail()
+        )
     }
 
     async fn wait_for_rest_address(&mut self) -> String {

@@ -220,14 +220,19 @@ impl Bench {
         Topic { name, partitions }
     }
 
-    /// A topic holding orders 0..`n` (keyed by order id), produced once.
+    /// A topic holding orders 0..`n`, produced once.
     async fn orders(&mut self, n: usize) -> Topic {
         if let Some(t) = self.orders.get(&n) {
             return t.clone();
         }
-        let topic = self
-            .create_topic(&format!("orders-{n}"), partitions_for(n))
-            .await;
+        let topic = self.filled_topic(&format!("orders-{n}"), n).await;
+        self.orders.insert(n, topic.clone());
+        topic
+    }
+
+    /// A new topic holding orders 0..`n`, keyed by order id.
+    async fn filled_topic(&mut self, prefix: &str, n: usize) -> Topic {
+        let topic = self.create_topic(prefix, partitions_for(n)).await;
         eprintln!("producing {n} orders into {}...", topic.name);
         let producer = producer(&self.bootstrap, "20");
         let mut pending = Vec::with_capacity(10_000);
@@ -235,14 +240,13 @@ impl Bench {
             pending.push(send(&producer, &topic, i, &order_json(i)));
             if pending.len() == 10_000 {
                 for d in pending.drain(..) {
-                    delivered(d).await;
+                    await_delivery(d).await;
                 }
             }
         }
         for d in pending {
-            delivered(d).await;
+            await_delivery(d).await;
         }
-        self.orders.insert(n, topic.clone());
         topic
     }
 
@@ -449,7 +453,7 @@ fn send(
         .expect("the producer queue has room")
 }
 
-async fn delivered(d: rdkafka::producer::DeliveryFuture) {
+async fn await_delivery(d: rdkafka::producer::DeliveryFuture) {
     d.await
         .expect("a delivery report")
         .map_err(|(e, _)| e)
@@ -665,7 +669,7 @@ async fn produce_paced(bootstrap: &str, topic: &Topic, pace: &Pace) {
         pending.push(send(&producer, topic, i, &order_sent_at(i, now_us())));
     }
     for d in pending {
-        delivered(d).await;
+        await_delivery(d).await;
     }
 }
 
@@ -774,7 +778,7 @@ async fn topic_latency(
 async fn send_probe(bootstrap: &str, topic: &Topic, pace: &Pace) {
     let probe = producer(bootstrap, "0");
     let id = pace.total();
-    delivered(send(&probe, topic, id, &order_sent_at(id, now_us()))).await;
+    await_delivery(send(&probe, topic, id, &order_sent_at(id, now_us()))).await;
 }
 
 /// Part 3: end-to-end latency at a fixed input rate.
@@ -970,16 +974,7 @@ async fn memory(bench: &mut Bench, idle: Duration, connectors: usize, records_ea
     let mut configs = Vec::new();
     let mut outputs = Vec::new();
     for _ in 0..connectors {
-        let input = bench
-            .create_topic("load-in", partitions_for(records_each))
-            .await;
-        let producer = producer(&bench.bootstrap, "20");
-        let pending: Vec<_> = (0..records_each)
-            .map(|i| send(&producer, &input, i, &order_json(i)))
-            .collect();
-        for d in pending {
-            delivered(d).await;
-        }
+        let input = bench.filled_topic("load-in", records_each).await;
         let output = bench.create_topic("load-out", input.partitions).await;
         configs.push(bench.stream_config(&input, &output, 1, true, Some(bench.stream_batch)));
         outputs.push(output);

@@ -70,13 +70,14 @@ pub fn mib(kib: u64) -> f64 {
 
 /// A `sluice standalone` child process with a REST listener on a free
 /// loopback port. Killed when dropped, so a panicking bench leaves no
-/// worker behind.
+/// worker behind; its config and log are deleted then too, unless
+/// `SLUICE_BENCH_KEEP_WORKER_LOGS` is set (to read what a run did).
 pub struct SluiceProcess {
     child: Child,
     rest: String,
     log: PathBuf,
     http: reqwest::Client,
-    _dir: tempfile::TempDir,
+    dir: Option<tempfile::TempDir>,
 }
 
 impl SluiceProcess {
@@ -120,7 +121,7 @@ impl SluiceProcess {
             rest: String::new(),
             log,
             http: reqwest::Client::new(),
-            _dir: dir,
+            dir: Some(dir),
         };
         worker.rest = worker.wait_for_rest_address().await;
         worker.wait_healthy().await;
@@ -257,6 +258,12 @@ impl Drop for SluiceProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        if std::env::var_os("SLUICE_BENCH_KEEP_WORKER_LOGS").is_some()
+            && let Some(dir) = self.dir.take()
+        {
+            let kept = dir.keep();
+            eprintln!("worker log kept: {}", kept.join("worker.log").display());
+        }
     }
 }
 

@@ -256,8 +256,24 @@ impl Bench {
     }
 
     /// A worker against the bench's broker, with more worker keys.
+    ///
+    /// The broker is librdkafka's mock, which makes a rebalance wait up to
+    /// the session timeout for members to rejoin. A worker hosting it
+    /// itself knows and keeps librdkafka's group defaults; this one sees a
+    /// cluster and would use static membership and a 60 s session timeout,
+    /// so a second task joining could stall a run for a minute. Its
+    /// consumers get the embedded defaults instead (no
+    /// `group.instance.id`) and a 6 s session timeout.
     async fn worker_with(&self, keys: serde_json::Value) -> SluiceProcess {
-        SluiceProcess::start(Some(&self.bootstrap), &self.wasm_cache, keys).await
+        let mut all = serde_json::json!({
+            "consumer.group.instance.id": "",
+            "consumer.session.timeout.ms": "6000",
+            "consumer.heartbeat.interval.ms": "1000",
+        });
+        for (k, v) in keys.as_object().into_iter().flatten() {
+            all[k] = v.clone();
+        }
+        SluiceProcess::start(Some(&self.bootstrap), &self.wasm_cache, all).await
     }
 
     /// The reference transform's keys for a connector config.
@@ -950,20 +966,16 @@ async fn sink_latency(
 /// Part 4: memory idle, and under load with many connectors.
 async fn memory(bench: &mut Bench, idle: Duration, connectors: usize, records_each: usize) {
     let mut idle_rows = Vec::new();
-    for (label, bootstrap) in [
-        (
-            "against a Kafka cluster (the bench's broker)",
-            Some(bench.bootstrap.clone()),
-        ),
-        ("zero setup: the embedded broker in the worker", None),
+    for (label, external) in [
+        ("against a Kafka cluster (the bench's broker)", true),
+        ("zero setup: the embedded broker in the worker", false),
     ] {
         eprintln!("memory: idle worker, {label}...");
-        let worker = SluiceProcess::start(
-            bootstrap.as_deref(),
-            &bench.wasm_cache,
-            serde_json::json!({}),
-        )
-        .await;
+        let worker = if external {
+            bench.worker().await
+        } else {
+            SluiceProcess::start(None, &bench.wasm_cache, serde_json::json!({})).await
+        };
         tokio::time::sleep(idle).await;
         idle_rows.push((label, worker.stats()));
     }

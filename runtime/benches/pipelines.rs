@@ -170,12 +170,25 @@ impl Measured {
     }
 }
 
-/// Where a run's delivered records are counted.
+/// Where a run's records end up. Progress is followed in the worker's
+/// metrics (cheap to poll: listing the end offsets of hundreds of
+/// partitions every few milliseconds would load the embedded broker, which
+/// the worker shares), and the end confirmed where the records are.
 enum Delivered<'a> {
-    /// The worker's `put` count (a sink), then the table's rows.
+    /// Counted at `put` (a sink), then the table's rows.
     Table { url: &'a str, table: &'a str },
-    /// The committed records in output topics (read_committed end offsets).
+    /// Counted at `produce` (a stream), then the committed records in the
+    /// output topics (read_committed end offsets).
     Topics(&'a [Topic]),
+}
+
+impl Delivered<'_> {
+    fn stage(&self) -> &'static str {
+        match self {
+            Delivered::Table { .. } => "put",
+            Delivered::Topics(_) => "produce",
+        }
+    }
 }
 
 /// Latency percentiles in milliseconds.
@@ -363,9 +376,10 @@ impl Bench {
             .sum()
     }
 
-    async fn delivered(&self, worker: &SluiceProcess, to: &Delivered<'_>) -> u64 {
+    /// Records that reached their destination (committed rows or records).
+    async fn arrived(&self, to: &Delivered<'_>) -> u64 {
         match to {
-            Delivered::Table { .. } => worker.records_ok("put").await,
+            Delivered::Table { url, table } => table_rows(url, table).await as u64,
             Delivered::Topics(topics) => self.topic_records(topics),
         }
     }
@@ -390,7 +404,7 @@ impl Bench {
         let deadline = Instant::now() + Duration::from_secs(600 + n as u64 / 1000);
         let mut first: Option<(Instant, u64, ProcStats)> = None;
         loop {
-            let done = self.delivered(&worker, &to).await;
+            let done = worker.records_ok(to.stage()).await;
             if done > 0 && first.is_none() {
                 first = Some((Instant::now(), done, worker.stats()));
             }
@@ -405,12 +419,13 @@ impl Bench {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        if let Delivered::Table { url, table } = to {
-            // `put` counts a batch as it is written; its rows are there once committed.
-            while table_rows(url, table).await < n as i64 {
-                assert!(Instant::now() < deadline, "{table}: rows missing");
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
+        // The last batch is counted as it is written, and there once committed.
+        while self.arrived(&to).await < n as u64 {
+            assert!(
+                Instant::now() < deadline,
+                "{names:?}: records counted but missing at their destination"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
         let end = worker.stats();
         let (started, counted, start) = first.expect("a first record");
@@ -1069,10 +1084,11 @@ fn main() {
     if std::env::args().any(|a| a == "--list") {
         return; // `cargo test --benches` asks for a listing
     }
-    let parts = env_list(
-        "SLUICE_BENCH_PIPELINES",
-        "pipeline1,pipeline2,latency,memory,scaling",
-    );
+    const PARTS: [&str; 5] = ["pipeline1", "pipeline2", "latency", "memory", "scaling"];
+    let parts = env_list("SLUICE_BENCH_PIPELINES", &PARTS.join(","));
+    if let Some(unknown) = parts.iter().find(|p| !PARTS.contains(&p.as_str())) {
+        panic!("SLUICE_BENCH_PIPELINES: unknown part `{unknown}`; the parts are {PARTS:?}");
+    }
     let n = env_usize("SLUICE_BENCH_PIPELINE_RECORDS", 1_000_000);
     let py_n = env_usize("SLUICE_BENCH_PY_RECORDS", 20_000).min(n);
     let sink_batch = env_usize("SLUICE_BENCH_SINK_BATCH", 5000);

@@ -208,10 +208,10 @@ struct Bench {
     /// Reads end offsets of output topics.
     offsets_reader: BaseConsumer,
     /// Pre-filled order topics by record count: reused across runs.
-    orders: HashMap<usize, Topic>,
-    /// Stream runs (records, tasks) with the transform, at exactly-once:
-    /// pipeline 2 and the scaling runs share them.
-    stream_runs: HashMap<(usize, usize), Rc<Measured>>,
+    orders: HashMap<(usize, i32), Topic>,
+    /// Stream runs (records, partitions, tasks) with the transform, at
+    /// exactly-once: pipeline 2 and the scaling runs share them.
+    stream_runs: HashMap<(usize, i32, usize), Rc<Measured>>,
     next_id: usize,
     stream_batch: usize,
 }
@@ -233,19 +233,21 @@ impl Bench {
         Topic { name, partitions }
     }
 
-    /// A topic holding orders 0..`n`, produced once.
-    async fn orders(&mut self, n: usize) -> Topic {
-        if let Some(t) = self.orders.get(&n) {
+    /// A topic of `partitions` holding orders 0..`n`, produced once.
+    async fn orders(&mut self, n: usize, partitions: i32) -> Topic {
+        if let Some(t) = self.orders.get(&(n, partitions)) {
             return t.clone();
         }
-        let topic = self.filled_topic(&format!("orders-{n}"), n).await;
-        self.orders.insert(n, topic.clone());
+        let topic = self
+            .filled_topic(&format!("orders-{n}"), n, partitions)
+            .await;
+        self.orders.insert((n, partitions), topic.clone());
         topic
     }
 
-    /// A new topic holding orders 0..`n`, keyed by order id.
-    async fn filled_topic(&mut self, prefix: &str, n: usize) -> Topic {
-        let topic = self.create_topic(prefix, partitions_for(n)).await;
+    /// A new topic of `partitions` holding orders 0..`n`, keyed by order id.
+    async fn filled_topic(&mut self, prefix: &str, n: usize, partitions: i32) -> Topic {
+        let topic = self.create_topic(prefix, partitions).await;
         eprintln!("producing {n} orders into {}...", topic.name);
         let producer = producer(&self.bootstrap, "20");
         let mut pending = Vec::with_capacity(10_000);
@@ -437,21 +439,28 @@ impl Bench {
         }
     }
 
-    /// Pipeline 2 with the transform over `n` orders in `tasks` tasks
-    /// (each pair measured once per bench run).
-    async fn stream_with_transform(&mut self, n: usize, tasks: usize) -> Rc<Measured> {
-        if let Some(m) = self.stream_runs.get(&(n, tasks)) {
+    /// Pipeline 2 with the transform over `n` orders in a topic of
+    /// `partitions`, in `tasks` tasks (each measured once per bench run).
+    async fn stream_with_transform(
+        &mut self,
+        n: usize,
+        partitions: i32,
+        tasks: usize,
+    ) -> Rc<Measured> {
+        if let Some(m) = self.stream_runs.get(&(n, partitions, tasks)) {
             return m.clone();
         }
-        let input = self.orders(n).await;
+        let input = self.orders(n, partitions).await;
         let output = self.create_topic("stream-out", input.partitions).await;
-        eprintln!("Sluice stream, exactly-once, WASM transform, {n} records, {tasks} tasks...");
+        eprintln!(
+            "Sluice stream, exactly-once, WASM transform, {n} records, {partitions} partitions, {tasks} tasks..."
+        );
         let config = self.stream_config(&input, &output, tasks, true, Some(self.stream_batch));
         let m = Rc::new(
             self.run_sluice(vec![config], n, Delivered::Topics(&[output]))
                 .await,
         );
-        self.stream_runs.insert((n, tasks), m.clone());
+        self.stream_runs.insert((n, partitions, tasks), m.clone());
         m
     }
 }
@@ -513,7 +522,7 @@ async fn pipeline1(bench: &mut Bench, n: usize, py_n: usize, batch: usize) -> Op
         .postgres
         .clone()
         .expect("SLUICE_BENCH_POSTGRES_URL: run through bench/run.sh, which starts PostgreSQL");
-    let input = bench.orders(n).await;
+    let input = bench.orders(n, partitions_for(n)).await;
     pg_exec(
         &url,
         &sluice_connector_jdbc::Dialect::Postgres.create_offsets_table("sluice_offsets"),
@@ -603,8 +612,8 @@ async fn pipeline1(bench: &mut Bench, n: usize, py_n: usize, batch: usize) -> Op
 
 /// Pipeline 2 and its baselines; returns the Python rate.
 async fn pipeline2(bench: &mut Bench, n: usize, py_n: usize) -> Option<f64> {
-    let with_transform = bench.stream_with_transform(n, 1).await;
-    let input = bench.orders(n).await;
+    let with_transform = bench.stream_with_transform(n, partitions_for(n), 1).await;
+    let input = bench.orders(n, partitions_for(n)).await;
     let output = bench
         .create_topic("passthrough-out", input.partitions)
         .await;
@@ -1001,7 +1010,9 @@ async fn memory(bench: &mut Bench, idle: Duration, connectors: usize, records_ea
     let mut configs = Vec::new();
     let mut outputs = Vec::new();
     for _ in 0..connectors {
-        let input = bench.filled_topic("load-in", records_each).await;
+        let input = bench
+            .filled_topic("load-in", records_each, partitions_for(records_each))
+            .await;
         let output = bench.create_topic("load-out", input.partitions).await;
         configs.push(bench.stream_config(&input, &output, 1, true, Some(bench.stream_batch)));
         outputs.push(output);
@@ -1042,11 +1053,17 @@ async fn memory(bench: &mut Bench, idle: Duration, connectors: usize, records_ea
 async fn scaling(bench: &mut Bench, n: usize, tasks: &[usize], sizes: &[usize]) {
     let mut by_tasks = Vec::new();
     for &t in tasks {
-        by_tasks.push((t, bench.stream_with_transform(n, t).await));
+        by_tasks.push((
+            t,
+            bench.stream_with_transform(n, partitions_for(n), t).await,
+        ));
     }
+    // One partition count for every size, so only the size changes: how
+    // many partitions a transaction spans is a cost of its own.
+    let size_partitions = partitions_for(sizes.iter().copied().max().unwrap_or(0));
     let mut by_size = Vec::new();
     for &s in sizes {
-        by_size.push((s, bench.stream_with_transform(s, 1).await));
+        by_size.push((s, bench.stream_with_transform(s, size_partitions, 1).await));
     }
     let cores = std::thread::available_parallelism().map_or(0, |c| c.get());
     println!("\n### Scaling\n");
@@ -1064,16 +1081,15 @@ async fn scaling(bench: &mut Bench, n: usize, tasks: &[usize], sizes: &[usize]) 
         );
     }
     println!(
-        "\nBy records per run, one task (flat per record is the goal); ratios to the first row\n"
+        "\nBy records per run, one task, every size in topics of {size_partitions} partitions (the embedded broker keeps ~5 MiB per partition: the largest size sets the count); flat per record is the goal; ratios to the first row\n"
     );
     println!(
-        "| records | partitions | records/s | CPU s per 1M records | peak RSS MiB | CPU per record ratio |"
+        "| records | records/s | CPU s per 1M records | peak RSS MiB | CPU per record ratio |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|");
     for (s, m) in &by_size {
         println!(
-            "| {s} | {} | {} | {:.2} |",
-            partitions_for(*s),
+            "| {s} | {} | {:.2} |",
             m.cells(),
             m.cpu_per_million() / by_size[0].1.cpu_per_million()
         );

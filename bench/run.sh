@@ -5,6 +5,9 @@
 #   bench/run.sh transform  the WASM transform boundary
 #   bench/run.sh languages  the reference transform in every language
 #   bench/run.sh guarantees each delivery guarantee by batch size
+#   bench/run.sh pipelines  whole pipelines against Python: throughput, CPU,
+#                           memory, latency, scaling (runtime/benches/pipelines.rs
+#                           lists its SLUICE_BENCH_* size and rate settings)
 # Installs what it needs first (scripts/setup.sh, a Python venv with the
 # baselines' packages in $SLUICE_BENCH_VENV) and starts PostgreSQL.
 set -euo pipefail
@@ -33,4 +36,9 @@ if [[ "$which" == all || "$which" == transform ]]; then
 fi
 if [[ "$which" == all || "$which" == languages ]]; then
   cargo bench --locked -p sluice-runtime --bench languages
+fi
+if [[ "$which" == all || "$which" == pipelines ]]; then
+  eval "$(scripts/postgres.sh start)"
+  export SLUICE_BENCH_POSTGRES_URL="$SLUICE_TEST_POSTGRES_URL"
+  cargo bench --locked -p sluice-runtime --bench pipelines
 fi

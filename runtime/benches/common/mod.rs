@@ -1,4 +1,5 @@
-//! What the benches share: the order records they all measure with.
+//! What the benches share: the order records they all measure with, and
+//! (in `process`) a `sluice` worker run as a child process.
 
 #![allow(dead_code)] // each bench uses a part
 
@@ -15,6 +16,8 @@ use sluice_runtime::offsets::OffsetStore;
 use sluice_runtime::worker::{Worker, WorkerOptions};
 use sluice_sdk::Record;
 use sqlx::Connection;
+
+pub mod process;
 
 /// An order event as JSON, about 170 bytes.
 pub fn order_json(i: usize) -> String {

@@ -1,0 +1,36 @@
+"""What the pipeline baselines share: the reference transform
+(examples/transforms/rust) in Python, and the line they report."""
+
+import json
+import resource
+
+
+def transform(value: bytes) -> dict:
+    """Uppercases `status`, adds `processed_by`, keeps every other field."""
+    order = json.loads(value)
+    if isinstance(order.get("status"), str):
+        order["status"] = order["status"].upper()
+    order["processed_by"] = "sluice"
+    return order
+
+
+def cpu_seconds() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def report(done: int, elapsed: float, cpu_started: float) -> None:
+    """Prints one JSON line: throughput and CPU seconds from the first
+    record on, and peak resident memory."""
+    print(
+        json.dumps(
+            {
+                "records": done,
+                "seconds": elapsed,
+                "records_per_second": done / elapsed,
+                "cpu_seconds": cpu_seconds() - cpu_started,
+                "peak_rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+            }
+        ),
+        flush=True,
+    )

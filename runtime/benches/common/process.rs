@@ -1,0 +1,298 @@
+//! A `sluice standalone` worker run as a child process, so its own CPU time
+//! and memory can be read from `/proc` apart from the broker and database
+//! the bench hosts; and those `/proc` readings.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// CPU time and memory of a process, from `/proc/<pid>`.
+#[derive(Debug, Clone, Copy)]
+pub struct ProcStats {
+    /// User plus system CPU seconds since the process started.
+    pub cpu_seconds: f64,
+    /// Resident memory now (`VmRSS`), KiB.
+    pub rss_kib: u64,
+    /// Peak resident memory (`VmHWM`), KiB.
+    pub peak_rss_kib: u64,
+    /// Of `rss_kib`: anonymous memory (heap, stacks) and file-backed
+    /// (the binary's and libraries' pages).
+    pub rss_anon_kib: u64,
+    pub rss_file_kib: u64,
+}
+
+/// Clock ticks per second of `/proc/<pid>/stat`'s times (`getconf
+/// CLK_TCK`; asked once rather than linking libc for `sysconf`).
+fn clock_ticks_per_second() -> f64 {
+    static TICKS: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+    *TICKS.get_or_init(|| {
+        let out = Command::new("getconf")
+            .arg("CLK_TCK")
+            .output()
+            .expect("running getconf CLK_TCK");
+        String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse()
+            .expect("getconf CLK_TCK prints a number")
+    })
+}
+
+impl ProcStats {
+    pub fn of(pid: u32) -> std::io::Result<Self> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+        // Fields after the command name, which is in parentheses and may
+        // hold spaces: state is field 3, utime 14 and stime 15.
+        let after_name = &stat[stat.rfind(')').expect("stat has a command name") + 2..];
+        let fields: Vec<&str> = after_name.split(' ').collect();
+        let ticks = |i: usize| fields[i - 3].parse::<u64>().expect("a tick count");
+        let cpu_seconds = (ticks(14) + ticks(15)) as f64 / clock_ticks_per_second();
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+        let kib = |key: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(key))
+                .and_then(|v| v.trim().trim_end_matches(" kB").parse().ok())
+                .unwrap_or(0)
+        };
+        Ok(Self {
+            cpu_seconds,
+            rss_kib: kib("VmRSS:"),
+            peak_rss_kib: kib("VmHWM:"),
+            rss_anon_kib: kib("RssAnon:"),
+            rss_file_kib: kib("RssFile:"),
+        })
+    }
+}
+
+pub fn mib(kib: u64) -> f64 {
+    kib as f64 / 1024.0
+}
+
+/// A `sluice standalone` child process with a REST listener on a free
+/// loopback port. Killed when dropped, so a panicking bench leaves no
+/// worker behind; its config and log are deleted then too, unless
+/// `SLUICE_BENCH_KEEP_WORKER_LOGS` is set (to read what a run did).
+pub struct SluiceProcess {
+    child: Child,
+    rest: String,
+    log: PathBuf,
+    http: reqwest::Client,
+    dir: Option<tempfile::TempDir>,
+}
+
+impl SluiceProcess {
+    /// Starts a worker against `bootstrap` (`None`: the embedded broker in
+    /// the worker's own process) with `extra` worker keys, and waits until
+    /// its REST API answers `/health`. Compiled WASM components are cached
+    /// in `wasm_cache`, so only the first worker of a run compiles them.
+    pub async fn start(
+        bootstrap: Option<&str>,
+        wasm_cache: &Path,
+        extra: serde_json::Value,
+    ) -> Self {
+        let dir = tempfile::tempdir().expect("a temp dir for the worker");
+        let mut config = serde_json::json!({
+            "listeners": "http://127.0.0.1:0",
+            // JSON logs: the REST address is read from them, free of colour codes.
+            "log.format": "json",
+            "wasm.cache.dir": wasm_cache,
+        });
+        if let Some(b) = bootstrap {
+            config["bootstrap.servers"] = b.into();
+        }
+        for (k, v) in extra.as_object().into_iter().flatten() {
+            config[k] = v.clone();
+        }
+        let worker_file = dir.path().join("worker.json");
+        std::fs::write(&worker_file, config.to_string()).expect("writing worker.json");
+        let log = dir.path().join("worker.log");
+        let log_file = std::fs::File::create(&log).expect("creating the worker log");
+        let child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .arg("standalone")
+            .arg(&worker_file)
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .stdout(log_file.try_clone().expect("a second handle on the log"))
+            .stderr(log_file)
+            .spawn()
+            .expect("starting the sluice binary");
+        let mut worker = Self {
+            child,
+            rest: String::new(),
+            log,
+            http: reqwest::Client::new(),
+            dir: Some(dir),
+        };
+        worker.rest = worker.wait_for_rest_address().await;
+        worker.wait_healthy().await;
+        worker
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn stats(&self) -> ProcStats {
+        ProcStats::of(self.pid()).unwrap_or_else(|e| self.fail(&format!("reading /proc: {e}")))
+    }
+
+    /// The worker's log: what a failure report shows.
+    fn log_tail(&self) -> String {
+        let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = log.lines().collect();
+        lines[lines.len().saturating_sub(30)..].join("\n")
+    }
+
+    fn fail(&self, what: &str) -> ! {
+        panic!(
+            "sluice worker: {what}\nlast lines of its log:\n{}",
+            self.log_tail()
+        )
+    }
+
+    async fn wait_for_rest_address(&mut self) -> String {
+        let started = Instant::now();
+        loop {
+            let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+            if let Some(rest) = log
+                .lines()
+                .filter(|l| l.contains("worker started"))
+                .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+                .find_map(|v| v["fields"]["rest"].as_str().map(String::from))
+            {
+                return rest;
+            }
+            if let Ok(Some(status)) = self.child.try_wait() {
+                self.fail(&format!("exited while starting ({status})"));
+            }
+            if started.elapsed() > Duration::from_secs(60) {
+                self.fail("did not log `worker started` within 60 s");
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    async fn wait_healthy(&self) {
+        let started = Instant::now();
+        loop {
+            let ok = self
+                .http
+                .get(format!("{}/health", self.rest))
+                .send()
+                .await
+                .is_ok_and(|r| r.status().is_success());
+            if ok {
+                return;
+            }
+            if started.elapsed() > Duration::from_secs(60) {
+                self.fail("/health did not answer 200 within 60 s");
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// `POST /connectors` with `{"name", "config"}`.
+    pub async fn create_connector(&self, connector: &serde_json::Value) {
+        let response = self
+            .http
+            .post(format!("{}/connectors", self.rest))
+            .json(connector)
+            .send()
+            .await
+            .unwrap_or_else(|e| self.fail(&format!("POST /connectors: {e}")));
+        if !response.status().is_success() {
+            let status = response.status();
+            let body = response.text().await.unwrap_or_default();
+            self.fail(&format!(
+                "creating connector {}: {status}: {body}",
+                connector["name"]
+            ));
+        }
+    }
+
+    /// Panics with the task's trace if a task of `connector` failed.
+    pub async fn assert_running(&self, connector: &str) {
+        let status: serde_json::Value = match self
+            .http
+            .get(format!("{}/connectors/{connector}/status", self.rest))
+            .send()
+            .await
+        {
+            Ok(r) => r.json().await.unwrap_or_default(),
+            Err(e) => self.fail(&format!("GET status of {connector}: {e}")),
+        };
+        let failed = status["tasks"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .chain(std::iter::once(&status["connector"]))
+            .find(|t| t["state"] == "FAILED");
+        if let Some(t) = failed {
+            self.fail(&format!("connector {connector} failed: {}", t["trace"]));
+        }
+    }
+
+    /// Records counted by `sluice_records_total` with outcome `ok` at
+    /// `stage` (`put`, `produce`, ...), over every connector of the worker.
+    pub async fn records_ok(&self, stage: &str) -> u64 {
+        let text = self
+            .http
+            .get(format!("{}/metrics", self.rest))
+            .send()
+            .await
+            .and_then(|r| r.error_for_status())
+            .unwrap_or_else(|e| self.fail(&format!("GET /metrics: {e}")))
+            .text()
+            .await
+            .unwrap_or_default();
+        let stage = format!("stage=\"{stage}\"");
+        text.lines()
+            .filter(|l| l.starts_with("sluice_records_total{"))
+            .filter(|l| l.contains("outcome=\"ok\"") && l.contains(&stage))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum::<f64>() as u64
+    }
+}
+
+impl Drop for SluiceProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if std::env::var_os("SLUICE_BENCH_KEEP_WORKER_LOGS").is_some()
+            && let Some(dir) = self.dir.take()
+        {
+            let kept = dir.keep();
+            eprintln!("worker log kept: {}", kept.join("worker.log").display());
+        }
+    }
+}
+
+/// Runs a Python baseline script from `bench/baselines/` with `args`;
+/// returns the one JSON line it prints. `None` without
+/// `SLUICE_BENCH_PYTHON` (`bench/run.sh` sets it).
+pub fn run_python_baseline(script: &str, args: &[String]) -> Option<serde_json::Value> {
+    let python = std::env::var("SLUICE_BENCH_PYTHON").ok()?;
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../bench/baselines")
+        .join(script);
+    let out = Command::new(python)
+        .arg(&script)
+        .args(args)
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("running a Python baseline");
+    assert!(
+        out.status.success(),
+        "{} failed ({})",
+        script.display(),
+        out.status
+    );
+    let line = String::from_utf8_lossy(&out.stdout);
+    let last = line.lines().last().unwrap_or_default();
+    Some(serde_json::from_str(last).unwrap_or_else(|e| {
+        panic!(
+            "{} printed `{last}`, not one JSON line: {e}",
+            script.display()
+        )
+    }))
+}

@@ -1,0 +1,1175 @@
+//! Whole pipelines, each beside a baseline measured in the same run on the
+//! same broker (and database):
+//!
+//! 1. Kafka -> WASM transform -> PostgreSQL upsert (`jdbc-sink`), at
+//!    at-least-once and exactly-once, against the simple Python pipeline
+//!    (`bench/baselines/pipeline1_python.py`: one transaction and one
+//!    synchronous offset commit per record), on a prefix of the records;
+//! 2. Kafka -> WASM transform -> Kafka (`stream`), exactly-once, against
+//!    the same loop in Python with Kafka transactions
+//!    (`bench/baselines/pipeline2_python.py`) and against Sluice with no
+//!    transform (what the transform costs);
+//! 3. end-to-end latency at a fixed input rate for both, against the broker
+//!    alone (a consumer reading the input topic);
+//! 4. the worker's memory idle, and under load with many connectors;
+//! 5. scaling: tasks, and records per run.
+//!
+//!     bench/run.sh pipelines       (starts PostgreSQL and the Python venv)
+//!
+//! The bench hosts the embedded broker (librdkafka's mock cluster); Sluice
+//! runs as a child process (`sluice standalone`, REST API on a free port),
+//! so its CPU time and peak memory are read from `/proc` apart from the
+//! broker's and the database's. Throughput and CPU are counted from the
+//! first record delivered (joining the consumer group and loading the
+//! transform are not what is measured), for Sluice and Python alike.
+//!
+//! Environment (defaults in brackets):
+//! - SLUICE_BENCH_POSTGRES_URL (required for pipeline 1 and its latency);
+//! - SLUICE_BENCH_PYTHON: a python with the baselines' packages (without
+//!   it the Python rows say "not run");
+//! - SLUICE_BENCH_PIPELINES: which parts, comma-separated
+//!   [pipeline1,pipeline2,latency,memory,scaling];
+//! - SLUICE_BENCH_PIPELINE_RECORDS [1000000], SLUICE_BENCH_PY_RECORDS [20000];
+//! - SLUICE_BENCH_SINK_BATCH [5000], SLUICE_BENCH_STREAM_BATCH [1000]
+//!   (`batch.max.records` in parts 1, 2 and 5; the Python stream commits a
+//!   transaction per stream batch too);
+//! - SLUICE_BENCH_LATENCY_RATE [10000] records/s for
+//!   SLUICE_BENCH_LATENCY_SECONDS [20] after SLUICE_BENCH_LATENCY_WARMUP_SECONDS [5];
+//! - SLUICE_BENCH_IDLE_SECONDS [5]; SLUICE_BENCH_LOAD_CONNECTORS [10],
+//!   SLUICE_BENCH_LOAD_RECORDS [100000] per connector;
+//! - SLUICE_BENCH_SCALING_TASKS [1,2,4];
+//!   SLUICE_BENCH_SCALING_SIZES [100000,1000000,10000000].
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::{ClientConfig, Offset, TopicPartitionList};
+use sluice_runtime::kafka::EmbeddedBroker;
+use sqlx::Connection;
+
+#[path = "../../tests/fixtures/guest_build.rs"]
+#[allow(dead_code)] // shared with the tests, which also build native plugins
+mod guest_build;
+
+mod common;
+use common::process::{ProcStats, SluiceProcess, mib, run_python_baseline};
+use common::{order_json, pg_exec};
+
+fn env_usize(name: &str, default: usize) -> usize {
+    match std::env::var(name) {
+        Ok(v) => v
+            .parse()
+            .unwrap_or_else(|_| panic!("{name}={v}: expected a whole number")),
+        Err(_) => default,
+    }
+}
+
+fn env_list(name: &str, default: &str) -> Vec<String> {
+    std::env::var(name)
+        .unwrap_or_else(|_| default.into())
+        .split(',')
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+fn env_usizes(name: &str, default: &str) -> Vec<usize> {
+    env_list(name, default)
+        .iter()
+        .map(|v| {
+            v.parse()
+                .unwrap_or_else(|_| panic!("{name}: `{v}` is not a whole number"))
+        })
+        .collect()
+}
+
+/// Partitions for a topic of `records` orders: at least 16 (so 4 tasks all
+/// get some), and enough that no partition nears the embedded broker's
+/// ~5 MiB limit at ~300 bytes a record (key, transformed value, batch
+/// overhead) spread evenly.
+fn partitions_for(records: usize) -> i32 {
+    let bytes = records as u64 * 300;
+    (bytes.div_ceil(4 << 20) as i32).max(16)
+}
+
+fn now_us() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("the clock is after 1970")
+        .as_micros() as i64
+}
+
+/// An order stamped with the time it was sent, for latency.
+fn order_sent_at(i: usize, sent_at_us: i64) -> String {
+    let json = order_json(i);
+    format!("{},\"sent_at_us\":{sent_at_us}}}", &json[..json.len() - 1])
+}
+
+/// A topic the bench created, with its partition count.
+#[derive(Clone)]
+struct Topic {
+    name: String,
+    partitions: i32,
+}
+
+/// Throughput, CPU and memory of one pipeline run (Sluice or a baseline).
+struct Measured {
+    records: u64,
+    seconds: f64,
+    cpu_seconds: f64,
+    peak_rss_kib: u64,
+}
+
+impl Measured {
+    fn records_per_second(&self) -> f64 {
+        self.records as f64 / self.seconds
+    }
+    fn cpu_per_million(&self) -> f64 {
+        self.cpu_seconds / self.records as f64 * 1e6
+    }
+
+    fn from_python(line: &serde_json::Value) -> Self {
+        let number = |k: &str| {
+            line[k]
+                .as_f64()
+                .unwrap_or_else(|| panic!("the Python baseline's line has no `{k}`: {line}"))
+        };
+        Self {
+            records: number("records") as u64,
+            seconds: number("seconds"),
+            cpu_seconds: number("cpu_seconds"),
+            peak_rss_kib: number("peak_rss_kib") as u64,
+        }
+    }
+
+    /// A table's cells: records/s, CPU s per 1M records, peak RSS MiB.
+    fn cells(&self) -> String {
+        format!(
+            "{:.0} | {:.1} | {:.0}",
+            self.records_per_second(),
+            self.cpu_per_million(),
+            mib(self.peak_rss_kib)
+        )
+    }
+
+    /// The same three as ratios to `baseline`.
+    fn ratio_cells(&self, baseline: Option<&Measured>) -> String {
+        match baseline {
+            Some(b) => format!(
+                "{:.1}x | {:.2} | {:.2}",
+                self.records_per_second() / b.records_per_second(),
+                self.cpu_per_million() / b.cpu_per_million(),
+                mib(self.peak_rss_kib) / mib(b.peak_rss_kib)
+            ),
+            None => "not run | | ".into(),
+        }
+    }
+}
+
+/// Where a run's records end up. Progress is followed in the worker's
+/// metrics (cheap to poll: listing the end offsets of hundreds of
+/// partitions every few milliseconds would load the embedded broker, which
+/// the worker shares), and the end confirmed where the records are.
+enum Delivered<'a> {
+    /// Counted at `put` (a sink), then the table's rows.
+    Table { url: &'a str, table: &'a str },
+    /// Counted at `produce` (a stream), then the committed records in the
+    /// output topics (read_committed end offsets).
+    Topics(&'a [Topic]),
+}
+
+impl Delivered<'_> {
+    fn stage(&self) -> &'static str {
+        match self {
+            Delivered::Table { .. } => "put",
+            Delivered::Topics(_) => "produce",
+        }
+    }
+}
+
+/// Latency percentiles in milliseconds.
+struct Latency {
+    p50: f64,
+    p99: f64,
+    max: f64,
+    records: u64,
+}
+
+struct Bench {
+    broker: EmbeddedBroker,
+    bootstrap: String,
+    postgres: Option<String>,
+    wasm_module: PathBuf,
+    wasm_cache: PathBuf,
+    /// Reads end offsets of output topics.
+    offsets_reader: BaseConsumer,
+    /// Pre-filled order topics by record count: reused across runs.
+    orders: HashMap<(usize, i32), Topic>,
+    /// Stream runs (records, partitions, tasks) with the transform, at
+    /// exactly-once: pipeline 2 and the scaling runs share them.
+    stream_runs: HashMap<(usize, i32, usize), Rc<Measured>>,
+    next_id: usize,
+    stream_batch: usize,
+}
+
+impl Bench {
+    /// A fresh name: connector names are consumer group ids, and a group
+    /// reused across runs would start where the last run stopped.
+    fn unique(&mut self, prefix: &str) -> String {
+        self.next_id += 1;
+        format!("{prefix}-{}", self.next_id)
+    }
+
+    async fn create_topic(&mut self, prefix: &str, partitions: i32) -> Topic {
+        let name = self.unique(prefix);
+        self.broker
+            .create_topic(&name, partitions)
+            .await
+            .unwrap_or_else(|e| panic!("creating topic {name}: {e:#}"));
+        Topic { name, partitions }
+    }
+
+    /// A topic of `partitions` holding orders 0..`n`, produced once.
+    async fn orders(&mut self, n: usize, partitions: i32) -> Topic {
+        if let Some(t) = self.orders.get(&(n, partitions)) {
+            return t.clone();
+        }
+        let topic = self
+            .filled_topic(&format!("orders-{n}"), n, partitions)
+            .await;
+        self.orders.insert((n, partitions), topic.clone());
+        topic
+    }
+
+    /// A new topic of `partitions` holding orders 0..`n`, keyed by order id.
+    async fn filled_topic(&mut self, prefix: &str, n: usize, partitions: i32) -> Topic {
+        let topic = self.create_topic(prefix, partitions).await;
+        eprintln!("producing {n} orders into {}...", topic.name);
+        let producer = producer(&self.bootstrap, "20");
+        let mut pending = Vec::with_capacity(10_000);
+        for i in 0..n {
+            pending.push(send(&producer, &topic, i, &order_json(i)));
+            if pending.len() == 10_000 {
+                for d in pending.drain(..) {
+                    await_delivery(d).await;
+                }
+            }
+        }
+        for d in pending {
+            await_delivery(d).await;
+        }
+        topic
+    }
+
+    /// A worker against the bench's broker.
+    async fn worker(&self) -> SluiceProcess {
+        self.worker_with(serde_json::json!({})).await
+    }
+
+    /// A worker against the bench's broker, with more worker keys.
+    ///
+    /// The broker is librdkafka's mock, which makes a rebalance wait up to
+    /// the session timeout for members to rejoin. A worker hosting it
+    /// itself knows and keeps librdkafka's group defaults; this one sees a
+    /// cluster and would use static membership and a 60 s session timeout,
+    /// so a second task joining could stall a run for a minute. Its
+    /// consumers get the embedded defaults instead (no
+    /// `group.instance.id`) and a 6 s session timeout.
+    async fn worker_with(&self, keys: serde_json::Value) -> SluiceProcess {
+        let mut all = serde_json::json!({
+            "consumer.group.instance.id": "",
+            "consumer.session.timeout.ms": "6000",
+            "consumer.heartbeat.interval.ms": "1000",
+        });
+        for (k, v) in keys.as_object().into_iter().flatten() {
+            all[k] = v.clone();
+        }
+        SluiceProcess::start(Some(&self.bootstrap), &self.wasm_cache, all).await
+    }
+
+    /// The reference transform's keys for a connector config.
+    fn add_transform(&self, config: &mut serde_json::Value) {
+        for (k, v) in [
+            ("transforms", "enrich"),
+            ("transforms.enrich.type", "wasm"),
+            ("transforms.enrich.uppercase.field", "status"),
+            ("transforms.enrich.add.field", "processed_by"),
+            ("transforms.enrich.add.value", "sluice"),
+        ] {
+            config[k] = v.into();
+        }
+        config["transforms.enrich.module"] = self.wasm_module.to_string_lossy().into();
+    }
+
+    fn stream_config(
+        &self,
+        input: &Topic,
+        output: &Topic,
+        tasks: usize,
+        transform: bool,
+        batch: Option<usize>,
+    ) -> serde_json::Value {
+        let mut config = serde_json::json!({
+            "connector.class": "stream",
+            "topics": input.name,
+            "output.topic": output.name,
+            "delivery.guarantee": "exactly-once",
+            "tasks.max": tasks.to_string(),
+        });
+        if let Some(b) = batch {
+            config["batch.max.records"] = b.to_string().into();
+        }
+        if transform {
+            self.add_transform(&mut config);
+        }
+        config
+    }
+
+    fn sink_config(
+        &self,
+        url: &str,
+        input: &Topic,
+        table: &str,
+        guarantee: &str,
+        batch: Option<usize>,
+    ) -> serde_json::Value {
+        let mut config = serde_json::json!({
+            "connector.class": "jdbc-sink",
+            "topics": input.name,
+            "connection.url": url,
+            "insert.mode": "upsert",
+            "pk.mode": "record_value",
+            "pk.fields": "order_id",
+            "auto.create": "true",
+            "table.name.format": table,
+            "delivery.guarantee": guarantee,
+        });
+        if let Some(b) = batch {
+            config["batch.max.records"] = b.to_string().into();
+        }
+        self.add_transform(&mut config);
+        config
+    }
+
+    /// Records committed to `topics` so far.
+    fn topic_records(&self, topics: &[Topic]) -> u64 {
+        let mut ends = TopicPartitionList::new();
+        for t in topics {
+            for p in 0..t.partitions {
+                ends.add_partition_offset(&t.name, p, Offset::End)
+                    .expect("a valid partition");
+            }
+        }
+        let ends = tokio::task::block_in_place(|| {
+            self.offsets_reader
+                .offsets_for_times(ends, Duration::from_secs(30))
+        })
+        .expect("listing end offsets");
+        ends.elements()
+            .iter()
+            .map(|e| match e.offset() {
+                Offset::Offset(o) => o.max(0) as u64,
+                _ => 0,
+            })
+            .sum()
+    }
+
+    /// Records that reached their destination (committed rows or records).
+    async fn arrived(&self, to: &Delivered<'_>) -> u64 {
+        match to {
+            Delivered::Table { url, table } => table_rows(url, table).await as u64,
+            Delivered::Topics(topics) => self.topic_records(topics),
+        }
+    }
+
+    /// Starts a worker, creates `connectors` in it, and measures from the
+    /// first record delivered until `n` are.
+    async fn run_sluice(
+        &mut self,
+        connectors: Vec<serde_json::Value>,
+        n: usize,
+        to: Delivered<'_>,
+    ) -> Measured {
+        let worker = self.worker().await;
+        let mut names = Vec::new();
+        for config in connectors {
+            let name = self.unique("bench");
+            worker
+                .create_connector(&serde_json::json!({"name": name, "config": config}))
+                .await;
+            names.push(name);
+        }
+        let deadline = Instant::now() + Duration::from_secs(600 + n as u64 / 1000);
+        let mut first: Option<(Instant, u64, ProcStats)> = None;
+        loop {
+            let done = worker.records_ok(to.stage()).await;
+            if done > 0 && first.is_none() {
+                first = Some((Instant::now(), done, worker.stats()));
+            }
+            if done >= n as u64 {
+                break;
+            }
+            if Instant::now() > deadline {
+                panic!("{names:?}: {done} of {n} records delivered before the deadline");
+            }
+            for name in &names {
+                worker.assert_running(name).await;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        // The last batch is counted as it is written, and there once committed.
+        while self.arrived(&to).await < n as u64 {
+            assert!(
+                Instant::now() < deadline,
+                "{names:?}: records counted but missing at their destination"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let end = worker.stats();
+        let (started, counted, start) = first.expect("a first record");
+        Measured {
+            records: n as u64 - counted,
+            seconds: started.elapsed().as_secs_f64(),
+            cpu_seconds: end.cpu_seconds - start.cpu_seconds,
+            peak_rss_kib: end.peak_rss_kib,
+        }
+    }
+
+    /// Pipeline 2 with the transform over `n` orders in a topic of
+    /// `partitions`, in `tasks` tasks (each measured once per bench run).
+    async fn stream_with_transform(
+        &mut self,
+        n: usize,
+        partitions: i32,
+        tasks: usize,
+    ) -> Rc<Measured> {
+        if let Some(m) = self.stream_runs.get(&(n, partitions, tasks)) {
+            return m.clone();
+        }
+        let input = self.orders(n, partitions).await;
+        let output = self.create_topic("stream-out", input.partitions).await;
+        eprintln!(
+            "Sluice stream, exactly-once, WASM transform, {n} records, {partitions} partitions, {tasks} tasks..."
+        );
+        let config = self.stream_config(&input, &output, tasks, true, Some(self.stream_batch));
+        let m = Rc::new(
+            self.run_sluice(vec![config], n, Delivered::Topics(&[output]))
+                .await,
+        );
+        self.stream_runs.insert((n, partitions, tasks), m.clone());
+        m
+    }
+}
+
+fn producer(bootstrap: &str, linger_ms: &str) -> FutureProducer {
+    ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("linger.ms", linger_ms)
+        .set("batch.num.messages", "10000")
+        .set("queue.buffering.max.messages", "1000000")
+        .create()
+        .expect("a producer")
+}
+
+/// Sends order `i` to its partition (`i` modulo the topic's partitions).
+fn send(
+    producer: &FutureProducer,
+    topic: &Topic,
+    i: usize,
+    value: &str,
+) -> rdkafka::producer::DeliveryFuture {
+    let key = i.to_string();
+    let record = FutureRecord::to(&topic.name)
+        .key(&key)
+        .payload(value)
+        .partition((i % topic.partitions as usize) as i32);
+    producer
+        .send_result(record)
+        .map_err(|(e, _)| e)
+        .expect("the producer queue has room")
+}
+
+async fn await_delivery(d: rdkafka::producer::DeliveryFuture) {
+    d.await
+        .expect("a delivery report")
+        .map_err(|(e, _)| e)
+        .expect("delivered");
+}
+
+async fn pg(url: &str) -> sqlx::PgConnection {
+    sqlx::PgConnection::connect(url)
+        .await
+        .unwrap_or_else(|e| panic!("connecting to {url}: {e}"))
+}
+
+async fn table_rows(url: &str, table: &str) -> i64 {
+    sqlx::query_scalar(&format!(
+        "SELECT CASE WHEN to_regclass('{table}') IS NULL THEN 0 ELSE (SELECT COUNT(*) FROM {table}) END"
+    ))
+    .fetch_one(&mut pg(url).await)
+    .await
+    .unwrap_or_else(|e| panic!("counting {table}: {e}"))
+}
+
+/// Pipeline 1 and its Python baseline; returns the Python rate (for the
+/// latency section's note).
+async fn pipeline1(bench: &mut Bench, n: usize, py_n: usize, batch: usize) -> Option<f64> {
+    let url = bench
+        .postgres
+        .clone()
+        .expect("SLUICE_BENCH_POSTGRES_URL: run through bench/run.sh, which starts PostgreSQL");
+    let input = bench.orders(n, partitions_for(n)).await;
+    pg_exec(
+        &url,
+        &sluice_connector_jdbc::Dialect::Postgres.create_offsets_table("sluice_offsets"),
+    )
+    .await;
+    let mut runs = Vec::new();
+    for guarantee in ["at-least-once", "exactly-once"] {
+        let table = bench.unique("pipeline1").replace('-', "_");
+        // Offsets an earlier run stored would point past this run's input.
+        pg_exec(
+            &url,
+            &format!("DROP TABLE IF EXISTS {table}; DELETE FROM sluice_offsets"),
+        )
+        .await;
+        eprintln!("pipeline 1: Sluice jdbc-sink, {guarantee}, {n} records...");
+        let config = bench.sink_config(&url, &input, &table, guarantee, Some(batch));
+        let m = bench
+            .run_sluice(
+                vec![config],
+                n,
+                Delivered::Table {
+                    url: &url,
+                    table: &table,
+                },
+            )
+            .await;
+        runs.push((guarantee, m));
+    }
+    eprintln!("pipeline 1: Python over {py_n} records...");
+    let python = run_python_baseline(
+        "pipeline1_python.py",
+        &[
+            "--bootstrap".into(),
+            bench.bootstrap.clone(),
+            "--topic".into(),
+            input.name.clone(),
+            "--url".into(),
+            url.replacen("postgres://", "postgresql+psycopg2://", 1),
+            "--records".into(),
+            py_n.to_string(),
+        ],
+    )
+    .map(|line| Measured::from_python(&line));
+
+    println!("\n### Pipeline 1: Kafka -> WASM transform -> PostgreSQL upsert\n");
+    println!(
+        "{n} JSON order records (Python: the first {py_n} it reads), embedded broker ({} partitions), one task, `batch.max.records` {batch}; ratios are Sluice / Python\n",
+        input.partitions
+    );
+    println!(
+        "| pipeline | records/s | CPU s per 1M records | peak RSS MiB | records/s vs Python | CPU/record vs Python | peak RSS vs Python |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|");
+    for (guarantee, m) in &runs {
+        println!(
+            "| Sluice jdbc-sink, {guarantee} | {} | {} |",
+            m.cells(),
+            m.ratio_cells(python.as_ref())
+        );
+    }
+    match &python {
+        Some(p) => println!(
+            "| Python: confluent-kafka + SQLAlchemy, 1 tx and 1 sync commit per record ({py_n} records; baseline) | {} | 1.0x | 1.00 | 1.00 |",
+            p.cells()
+        ),
+        None => println!(
+            "| Python baseline | NOT RUN: set SLUICE_BENCH_PYTHON (bench/run.sh does) | | | | | |"
+        ),
+    }
+    let (alo, eos) = (&runs[0].1, &runs[1].1);
+    println!(
+        "\nexactly-once / at-least-once throughput: {:.2}",
+        eos.records_per_second() / alo.records_per_second()
+    );
+    if let Some(p) = &python {
+        println!(
+            "target (at least 20x the Python pipeline at the same guarantee): {}",
+            if alo.records_per_second() >= 20.0 * p.records_per_second() {
+                "met"
+            } else {
+                "NOT met"
+            }
+        );
+    }
+    python.map(|p| p.records_per_second())
+}
+
+/// Pipeline 2 and its baselines; returns the Python rate.
+async fn pipeline2(bench: &mut Bench, n: usize, py_n: usize) -> Option<f64> {
+    let with_transform = bench.stream_with_transform(n, partitions_for(n), 1).await;
+    let input = bench.orders(n, partitions_for(n)).await;
+    let output = bench
+        .create_topic("passthrough-out", input.partitions)
+        .await;
+    eprintln!("pipeline 2: Sluice stream, exactly-once, no transform, {n} records...");
+    let config = bench.stream_config(&input, &output, 1, false, Some(bench.stream_batch));
+    let passthrough = bench
+        .run_sluice(vec![config], n, Delivered::Topics(&[output]))
+        .await;
+    let py_output = bench.create_topic("py-stream-out", input.partitions).await;
+    eprintln!("pipeline 2: Python over {py_n} records...");
+    let python = run_python_baseline(
+        "pipeline2_python.py",
+        &[
+            "--bootstrap".into(),
+            bench.bootstrap.clone(),
+            "--topic".into(),
+            input.name.clone(),
+            "--output-topic".into(),
+            py_output.name.clone(),
+            "--records".into(),
+            py_n.to_string(),
+            "--batch".into(),
+            bench.stream_batch.to_string(),
+        ],
+    )
+    .map(|line| Measured::from_python(&line));
+
+    println!("\n### Pipeline 2: Kafka -> WASM transform -> Kafka, exactly-once\n");
+    println!(
+        "{n} JSON order records (Python: the first {py_n} it reads), embedded broker ({} partitions), one task, a transaction per {} records; ratios are to the Python loop\n",
+        input.partitions, bench.stream_batch
+    );
+    println!(
+        "| pipeline | records/s | CPU s per 1M records | peak RSS MiB | records/s vs Python | CPU/record vs Python | peak RSS vs Python |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|");
+    println!(
+        "| Sluice stream, WASM transform | {} | {} |",
+        with_transform.cells(),
+        with_transform.ratio_cells(python.as_ref())
+    );
+    println!(
+        "| Sluice stream, no transform (pass-through) | {} | {} |",
+        passthrough.cells(),
+        passthrough.ratio_cells(python.as_ref())
+    );
+    match &python {
+        Some(p) => println!(
+            "| Python: confluent-kafka consume-transform-produce with transactions ({py_n} records; baseline) | {} | 1.0x | 1.00 | 1.00 |",
+            p.cells()
+        ),
+        None => println!(
+            "| Python baseline | NOT RUN: set SLUICE_BENCH_PYTHON (bench/run.sh does) | | | | | |"
+        ),
+    }
+    println!(
+        "\nthe transform's cost: throughput {:.2} of the pass-through's, {:.1} CPU s per 1M records more",
+        with_transform.records_per_second() / passthrough.records_per_second(),
+        with_transform.cpu_per_million() - passthrough.cpu_per_million()
+    );
+    python.map(|p| p.records_per_second())
+}
+
+/// What a latency run sends: the rate, and which records count.
+struct Pace {
+    rate: usize,
+    warmup: Duration,
+    measured: Duration,
+}
+
+impl Pace {
+    fn total(&self) -> usize {
+        (self.rate as f64 * (self.warmup + self.measured).as_secs_f64()) as usize
+    }
+    /// The order ids sent after the warm-up: those measured.
+    fn measured_ids(&self) -> std::ops::Range<usize> {
+        (self.rate as f64 * self.warmup.as_secs_f64()) as usize..self.total()
+    }
+}
+
+/// Produces orders 0..`pace.total()` at the rate, each stamped with its
+/// send time.
+async fn produce_paced(bootstrap: &str, topic: &Topic, pace: &Pace) {
+    // linger.ms 1: the producer batches what one millisecond brings.
+    let producer = producer(bootstrap, "1");
+    let started = Instant::now();
+    let mut pending = Vec::with_capacity(pace.total());
+    for i in 0..pace.total() {
+        let due = started + Duration::from_secs_f64(i as f64 / pace.rate as f64);
+        if due > Instant::now() {
+            tokio::time::sleep_until(due.into()).await;
+        }
+        pending.push(send(&producer, topic, i, &order_sent_at(i, now_us())));
+    }
+    for d in pending {
+        await_delivery(d).await;
+    }
+}
+
+/// How long a consumer's fetch may wait on the broker for records. The
+/// embedded broker (librdkafka's mock) holds every fetch this long, even
+/// when records arrive meanwhile (a real broker answers once
+/// `fetch.min.bytes` are there), so librdkafka's default, 500 ms, would put
+/// about 250 ms into every hop. The bench's consumers and, in the latency
+/// runs, the worker's use this instead.
+const FAST_FETCH_WAIT_MS: &str = "5";
+
+/// Reads `topic` (read_committed) from the start until `expected` records
+/// came, in a thread of its own; returns each record's order id, and its
+/// send and receive times in µs. `fetch_wait_ms`: None for librdkafka's
+/// default.
+fn receive_times(
+    bootstrap: &str,
+    topic: &Topic,
+    expected: usize,
+    fetch_wait_ms: Option<&str>,
+    deadline: Instant,
+) -> std::thread::JoinHandle<Vec<(usize, i64, i64)>> {
+    let mut config = ClientConfig::new();
+    config
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", "bench-latency")
+        .set("isolation.level", "read_committed")
+        .set("enable.auto.commit", "false");
+    if let Some(ms) = fetch_wait_ms {
+        config.set("fetch.wait.max.ms", ms);
+    }
+    let consumer: BaseConsumer = config.create().expect("a consumer");
+    let mut all = TopicPartitionList::new();
+    for p in 0..topic.partitions {
+        all.add_partition_offset(&topic.name, p, Offset::Beginning)
+            .expect("a valid partition");
+    }
+    consumer.assign(&all).expect("assigning partitions");
+    std::thread::spawn(move || {
+        use rdkafka::Message;
+        let mut times = Vec::with_capacity(expected);
+        while times.len() < expected && Instant::now() < deadline {
+            match consumer.poll(Duration::from_millis(100)) {
+                Some(Ok(m)) => {
+                    let received = now_us();
+                    let order: serde_json::Value = m
+                        .payload()
+                        .and_then(|v| serde_json::from_slice(v).ok())
+                        .expect("a JSON order");
+                    match (order["order_id"].as_u64(), order["sent_at_us"].as_i64()) {
+                        (Some(id), Some(sent)) => times.push((id as usize, sent, received)),
+                        _ => panic!("an order without order_id or sent_at_us: {order}"),
+                    }
+                }
+                Some(Err(e)) => panic!("consuming for latency: {e}"),
+                None => {}
+            }
+        }
+        times
+    })
+}
+
+fn percentiles(mut latencies_us: Vec<i64>) -> Latency {
+    assert!(!latencies_us.is_empty(), "no latency measured");
+    latencies_us.sort_unstable();
+    let at = |q: f64| {
+        latencies_us[((latencies_us.len() - 1) as f64 * q).round() as usize] as f64 / 1000.0
+    };
+    Latency {
+        p50: at(0.5),
+        p99: at(0.99),
+        max: at(1.0),
+        records: latencies_us.len() as u64,
+    }
+}
+
+/// Latency from `input` to `output` (the same topic for the broker alone)
+/// while `input` gets records at the pace; `expected` counts any probe
+/// record `output` also holds.
+async fn topic_latency(
+    bench: &Bench,
+    (input, output): (&Topic, &Topic),
+    pace: &Pace,
+    expected: usize,
+    fetch_wait_ms: Option<&str>,
+) -> Latency {
+    let deadline = Instant::now() + pace.warmup + pace.measured + Duration::from_secs(120);
+    let receiver = receive_times(&bench.bootstrap, output, expected, fetch_wait_ms, deadline);
+    produce_paced(&bench.bootstrap, input, pace).await;
+    let times = tokio::task::spawn_blocking(move || receiver.join())
+        .await
+        .expect("joined")
+        .expect("the latency consumer did not panic");
+    let measured = pace.measured_ids();
+    percentiles(
+        times
+            .into_iter()
+            .filter(|(id, _, _)| measured.contains(id))
+            .map(|(_, sent, received)| received - sent)
+            .collect(),
+    )
+}
+
+/// Sends the probe record (order id past the paced ones, so it is never
+/// measured): a pipeline is ready once it went through.
+async fn send_probe(bootstrap: &str, topic: &Topic, pace: &Pace) {
+    let probe = producer(bootstrap, "0");
+    let id = pace.total();
+    await_delivery(send(&probe, topic, id, &order_sent_at(id, now_us()))).await;
+}
+
+/// Part 3: end-to-end latency at a fixed input rate.
+async fn latency(bench: &mut Bench, pace: &Pace, python_rates: &[(&str, Option<f64>)]) {
+    let partitions = partitions_for(pace.total());
+    let mut rows: Vec<(String, Latency)> = Vec::new();
+
+    for (label, fetch_wait) in [
+        (
+            format!(
+                "the broker alone: a consumer reading the input topic, `fetch.wait.max.ms` {FAST_FETCH_WAIT_MS} (baseline)"
+            ),
+            Some(FAST_FETCH_WAIT_MS),
+        ),
+        (
+            "the broker alone, librdkafka's default `fetch.wait.max.ms` (500)".into(),
+            None,
+        ),
+    ] {
+        eprintln!("latency: {label}...");
+        let input = bench.create_topic("latency-broker", partitions).await;
+        rows.push((
+            label,
+            topic_latency(bench, (&input, &input), pace, pace.total(), fetch_wait).await,
+        ));
+    }
+
+    eprintln!("latency: Sluice stream, exactly-once, WASM transform...");
+    let input = bench.create_topic("latency-stream-in", partitions).await;
+    let output = bench.create_topic("latency-stream-out", partitions).await;
+    let worker = bench.worker_with(fast_fetch()).await;
+    let name = bench.unique("latency-stream");
+    worker
+        .create_connector(&serde_json::json!({
+            "name": name, "config": bench.stream_config(&input, &output, 1, true, None)
+        }))
+        .await;
+    send_probe(&bench.bootstrap, &input, pace).await;
+    while bench.topic_records(std::slice::from_ref(&output)) == 0 {
+        worker.assert_running(&name).await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    rows.push((
+        "Sluice stream, exactly-once, WASM transform".into(),
+        topic_latency(
+            bench,
+            (&input, &output),
+            pace,
+            pace.total() + 1,
+            Some(FAST_FETCH_WAIT_MS),
+        )
+        .await,
+    ));
+    drop(worker);
+
+    if let Some(url) = bench.postgres.clone() {
+        for guarantee in ["at-least-once", "exactly-once"] {
+            eprintln!("latency: Sluice jdbc-sink, {guarantee}...");
+            rows.push((
+                format!("Sluice jdbc-sink, {guarantee}, WASM transform"),
+                sink_latency(bench, &url, guarantee, pace, partitions).await,
+            ));
+        }
+    }
+
+    println!("\n### End-to-end latency at {} records/s\n", pace.rate);
+    println!(
+        "{} s at {} records/s after a {} s warm-up, each record stamped with its send time; one task, default batching (`batch.max.records` 500, `batch.max.ms` 100). Stream: received by a read_committed consumer of the output topic; sink: the row's insert time (`clock_timestamp()` in the database). The embedded broker holds each fetch for the consumer's whole `fetch.wait.max.ms` (a real broker answers once records are there), so the worker runs with `consumer.fetch.wait.max.ms` {FAST_FETCH_WAIT_MS}, as the baseline consumer does; the second row shows what librdkafka's default would add per hop here. Ratios to the first row\n",
+        pace.measured.as_secs(),
+        pace.rate,
+        pace.warmup.as_secs()
+    );
+    println!("| pipeline | records | p50 ms | p99 ms | max ms | p50 vs broker | p99 vs broker |");
+    println!("|---|---:|---:|---:|---:|---:|---:|");
+    let broker = (rows[0].1.p50, rows[0].1.p99);
+    for (label, l) in &rows {
+        println!(
+            "| {label} | {} | {:.1} | {:.1} | {:.1} | {:.1}x | {:.1}x |",
+            l.records,
+            l.p50,
+            l.p99,
+            l.max,
+            l.p50 / broker.0,
+            l.p99 / broker.1
+        );
+    }
+    println!();
+    if python_rates.is_empty() {
+        println!(
+            "Python pipelines: not measured at this rate (run the pipeline1 and pipeline2 parts for their throughput)."
+        );
+    }
+    for (pipeline, rate) in python_rates {
+        match rate {
+            Some(r) if *r < pace.rate as f64 => println!(
+                "Python {pipeline}: not measured: it cannot sustain {} records/s (its throughput above: {r:.0} records/s), so its latency would only grow with the backlog.",
+                pace.rate
+            ),
+            Some(_) => println!("Python {pipeline}: sustains the rate; latency not measured."),
+            None => println!("Python {pipeline}: not run."),
+        }
+    }
+}
+
+/// Worker keys: its consumers fetch as the bench's fast consumer does.
+fn fast_fetch() -> serde_json::Value {
+    serde_json::json!({"consumer.fetch.wait.max.ms": FAST_FETCH_WAIT_MS})
+}
+
+/// Pipeline 1's latency: rows carry their send time and, by a column
+/// default, the time they were inserted.
+async fn sink_latency(
+    bench: &mut Bench,
+    url: &str,
+    guarantee: &str,
+    pace: &Pace,
+    partitions: i32,
+) -> Latency {
+    let input = bench.create_topic("latency-sink-in", partitions).await;
+    let table = bench.unique("latency_sink").replace('-', "_");
+    pg_exec(
+        url,
+        &format!(
+            "DROP TABLE IF EXISTS {table}; DELETE FROM sluice_offsets; \
+             CREATE TABLE {table} (order_id BIGINT PRIMARY KEY, customer_id TEXT, amount DOUBLE PRECISION, \
+             currency TEXT, status TEXT, updated_at TEXT, processed_by TEXT, sent_at_us BIGINT, \
+             written_at_us BIGINT NOT NULL DEFAULT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint)"
+        ),
+    )
+    .await;
+    let worker = bench.worker_with(fast_fetch()).await;
+    let name = bench.unique("latency-sink");
+    let mut config = bench.sink_config(url, &input, &table, guarantee, None);
+    config["auto.create"] = "false".into();
+    worker
+        .create_connector(&serde_json::json!({"name": name, "config": config}))
+        .await;
+    send_probe(&bench.bootstrap, &input, pace).await;
+    while table_rows(url, &table).await == 0 {
+        worker.assert_running(&name).await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    produce_paced(&bench.bootstrap, &input, pace).await;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while table_rows(url, &table).await < pace.total() as i64 + 1 {
+        assert!(Instant::now() < deadline, "{table}: rows missing");
+        worker.assert_running(&name).await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (p50, p99, max, records): (f64, f64, i64, i64) = sqlx::query_as(&format!(
+        "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY written_at_us - sent_at_us), \
+                percentile_cont(0.99) WITHIN GROUP (ORDER BY written_at_us - sent_at_us), \
+                max(written_at_us - sent_at_us), count(*) \
+         FROM {table} WHERE order_id >= $1 AND order_id < $2"
+    ))
+    .bind(pace.measured_ids().start as i64)
+    .bind(pace.measured_ids().end as i64)
+    .fetch_one(&mut pg(url).await)
+    .await
+    .unwrap_or_else(|e| panic!("latency percentiles of {table}: {e}"));
+    Latency {
+        p50: p50 / 1000.0,
+        p99: p99 / 1000.0,
+        max: max as f64 / 1000.0,
+        records: records as u64,
+    }
+}
+
+/// Part 4: memory idle, and under load with many connectors.
+async fn memory(bench: &mut Bench, idle: Duration, connectors: usize, records_each: usize) {
+    let mut idle_rows = Vec::new();
+    for (label, external) in [
+        ("against a Kafka cluster (the bench's broker)", true),
+        ("zero setup: the embedded broker in the worker", false),
+    ] {
+        eprintln!("memory: idle worker, {label}...");
+        let worker = if external {
+            bench.worker().await
+        } else {
+            SluiceProcess::start(None, &bench.wasm_cache, serde_json::json!({})).await
+        };
+        tokio::time::sleep(idle).await;
+        idle_rows.push((label, worker.stats()));
+    }
+
+    eprintln!(
+        "memory: {connectors} stream connectors with the transform, {records_each} records each..."
+    );
+    let mut configs = Vec::new();
+    let mut outputs = Vec::new();
+    for _ in 0..connectors {
+        let input = bench
+            .filled_topic("load-in", records_each, partitions_for(records_each))
+            .await;
+        let output = bench.create_topic("load-out", input.partitions).await;
+        configs.push(bench.stream_config(&input, &output, 1, true, Some(bench.stream_batch)));
+        outputs.push(output);
+    }
+    let total = connectors * records_each;
+    let load = bench
+        .run_sluice(configs, total, Delivered::Topics(&outputs))
+        .await;
+
+    println!("\n### Worker memory\n");
+    println!(
+        "Resident memory of `sluice standalone` with no connectors, {} s after start; target: under 50 MiB\n",
+        idle.as_secs()
+    );
+    println!(
+        "| worker | RSS MiB | of which anonymous | of which file-backed | peak RSS MiB | under 50 MiB |"
+    );
+    println!("|---|---:|---:|---:|---:|---|");
+    for (label, s) in &idle_rows {
+        println!(
+            "| idle, {label} | {:.1} | {:.1} | {:.1} | {:.1} | {} |",
+            mib(s.rss_kib),
+            mib(s.rss_anon_kib),
+            mib(s.rss_file_kib),
+            mib(s.peak_rss_kib),
+            if mib(s.rss_kib) < 50.0 { "yes" } else { "NO" }
+        );
+    }
+    println!(
+        "\nUnder load: {connectors} stream connectors in one worker, each exactly-once with the WASM transform over its own topic of {records_each} orders, all at once\n"
+    );
+    println!("| worker | total records/s | CPU s per 1M records | peak RSS MiB |");
+    println!("|---|---:|---:|---:|");
+    println!("| {connectors} connectors | {} |", load.cells());
+}
+
+/// Part 5: tasks, and records per run.
+async fn scaling(bench: &mut Bench, n: usize, tasks: &[usize], sizes: &[usize]) {
+    let mut by_tasks = Vec::new();
+    for &t in tasks {
+        by_tasks.push((
+            t,
+            bench.stream_with_transform(n, partitions_for(n), t).await,
+        ));
+    }
+    // One partition count for every size, so only the size changes: how
+    // many partitions a transaction spans is a cost of its own.
+    let size_partitions = partitions_for(sizes.iter().copied().max().unwrap_or(0));
+    let mut by_size = Vec::new();
+    for &s in sizes {
+        by_size.push((s, bench.stream_with_transform(s, size_partitions, 1).await));
+    }
+    let cores = std::thread::available_parallelism().map_or(0, |c| c.get());
+    println!("\n### Scaling\n");
+    println!(
+        "Pipeline 2 (Kafka -> WASM transform -> Kafka, exactly-once, `batch.max.records` {}); the machine has {cores} cores, shared by the worker, the broker and the bench. By tasks, {n} records; ratios to the first row\n",
+        bench.stream_batch
+    );
+    println!("| tasks | records/s | CPU s per 1M records | peak RSS MiB | records/s ratio |");
+    println!("|---:|---:|---:|---:|---:|");
+    for (t, m) in &by_tasks {
+        println!(
+            "| {t} | {} | {:.2} |",
+            m.cells(),
+            m.records_per_second() / by_tasks[0].1.records_per_second()
+        );
+    }
+    println!(
+        "\nBy records per run, one task, every size in topics of {size_partitions} partitions (the embedded broker keeps ~5 MiB per partition: the largest size sets the count); flat per record is the goal; ratios to the first row\n"
+    );
+    println!(
+        "| records | records/s | CPU s per 1M records | peak RSS MiB | CPU per record ratio |"
+    );
+    println!("|---:|---:|---:|---:|---:|");
+    for (s, m) in &by_size {
+        println!(
+            "| {s} | {} | {:.2} |",
+            m.cells(),
+            m.cpu_per_million() / by_size[0].1.cpu_per_million()
+        );
+    }
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return; // `cargo test --benches` asks for a listing
+    }
+    const PARTS: [&str; 5] = ["pipeline1", "pipeline2", "latency", "memory", "scaling"];
+    let parts = env_list("SLUICE_BENCH_PIPELINES", &PARTS.join(","));
+    if let Some(unknown) = parts.iter().find(|p| !PARTS.contains(&p.as_str())) {
+        panic!("SLUICE_BENCH_PIPELINES: unknown part `{unknown}`; the parts are {PARTS:?}");
+    }
+    let n = env_usize("SLUICE_BENCH_PIPELINE_RECORDS", 1_000_000);
+    let py_n = env_usize("SLUICE_BENCH_PY_RECORDS", 20_000).min(n);
+    let sink_batch = env_usize("SLUICE_BENCH_SINK_BATCH", 5000);
+    let pace = Pace {
+        rate: env_usize("SLUICE_BENCH_LATENCY_RATE", 10_000),
+        warmup: Duration::from_secs(env_usize("SLUICE_BENCH_LATENCY_WARMUP_SECONDS", 5) as u64),
+        measured: Duration::from_secs(env_usize("SLUICE_BENCH_LATENCY_SECONDS", 20) as u64),
+    };
+    let wasm_module =
+        guest_build::build_guest("examples/transforms/rust", "sluice_example_transform.wasm");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    rt.block_on(async {
+        let broker = EmbeddedBroker::start().expect("the embedded broker starts");
+        let bootstrap = broker.bootstrap_servers().to_string();
+        let offsets_reader = ClientConfig::new()
+            .set("bootstrap.servers", &bootstrap)
+            .set("isolation.level", "read_committed")
+            .create()
+            .expect("a consumer");
+        let mut bench = Bench {
+            broker,
+            bootstrap,
+            postgres: std::env::var("SLUICE_BENCH_POSTGRES_URL").ok(),
+            wasm_module,
+            wasm_cache: std::env::temp_dir().join("sluice-bench-wasm-cache"),
+            offsets_reader,
+            orders: HashMap::new(),
+            stream_runs: HashMap::new(),
+            next_id: 0,
+            stream_batch: env_usize("SLUICE_BENCH_STREAM_BATCH", 1000),
+        };
+        let wants = |part: &str| parts.iter().any(|p| p == part);
+        let mut python_rates = vec![];
+        if wants("pipeline1") {
+            python_rates.push((
+                "pipeline 1",
+                pipeline1(&mut bench, n, py_n, sink_batch).await,
+            ));
+        }
+        if wants("pipeline2") {
+            python_rates.push(("pipeline 2", pipeline2(&mut bench, n, py_n).await));
+        }
+        if wants("latency") {
+            latency(&mut bench, &pace, &python_rates).await;
+        }
+        if wants("memory") {
+            memory(
+                &mut bench,
+                Duration::from_secs(env_usize("SLUICE_BENCH_IDLE_SECONDS", 5) as u64),
+                env_usize("SLUICE_BENCH_LOAD_CONNECTORS", 10),
+                env_usize("SLUICE_BENCH_LOAD_RECORDS", 100_000),
+            )
+            .await;
+        }
+        if wants("scaling") {
+            scaling(
+                &mut bench,
+                n,
+                &env_usizes("SLUICE_BENCH_SCALING_TASKS", "1,2,4"),
+                &env_usizes("SLUICE_BENCH_SCALING_SIZES", "100000,1000000,10000000"),
+            )
+            .await;
+        }
+    });
+}

@@ -376,10 +376,23 @@ impl Bench {
         n: usize,
         to: Delivered<'_>,
     ) -> Measured {
+        let named = connectors
+            .into_iter()
+            .map(|config| (self.unique("bench"), config))
+            .collect();
+        self.run_named(named, n, to).await
+    }
+
+    /// [`Self::run_sluice`] with the connectors' names given.
+    async fn run_named(
+        &mut self,
+        connectors: Vec<(String, serde_json::Value)>,
+        n: usize,
+        to: Delivered<'_>,
+    ) -> Measured {
         let worker = self.worker().await;
         let mut names = Vec::new();
-        for config in connectors {
-            let name = self.unique("bench");
+        for (name, config) in connectors {
             worker
                 .create_connector(&serde_json::json!({"name": name, "config": config}))
                 .await;
@@ -430,16 +443,15 @@ impl Bench {
             "Sluice stream, exactly-once, WASM transform, {n} records fed as it runs, {partitions} partitions, 1 task..."
         );
         let config = self.stream_config(&input, &output, 1, true, Some(self.stream_batch));
-        let window = partitions as usize * FED_RECORDS_PER_PARTITION;
+        let name = self.unique("bench");
         let feeder = tokio::spawn(feed(
             self.bootstrap.clone(),
             input,
-            output.clone(),
+            format!("connect-{name}"),
             n,
-            window,
         ));
         let m = self
-            .run_sluice(vec![config], n, Delivered::Topics(&[output]))
+            .run_named(vec![(name, config)], n, Delivered::Topics(&[output]))
             .await;
         feeder.await.expect("the feeder finished");
         m
@@ -492,20 +504,41 @@ fn committed_records(reader: &BaseConsumer, topics: &[Topic]) -> u64 {
         .sum()
 }
 
-/// How far a fed input may run ahead of its pipeline, per partition: about
-/// 2 MiB of orders, well within what the embedded broker keeps.
-const FED_RECORDS_PER_PARTITION: usize = 8_000;
+/// How far a fed input may run ahead of its pipeline in any partition:
+/// about 2 MiB of orders, well within what the embedded broker keeps.
+const FED_RECORDS_PER_PARTITION: i64 = 8_000;
 
-/// Produces orders 0..`n` into `input` while a pipeline reads it, never more
-/// than `window` records ahead of what has reached `output`. The embedded
-/// broker keeps ~5 MiB per partition and drops the oldest records beyond
-/// that, so a run larger than a topic can hold is fed as it goes.
-async fn feed(bootstrap: String, input: Topic, output: Topic, n: usize, window: usize) {
+/// Produces orders 0..`n` into `input` while a pipeline whose consumer
+/// group is `group` reads it, never more than [`FED_RECORDS_PER_PARTITION`]
+/// records ahead of the group's committed offset in any partition. The
+/// embedded broker keeps ~5 MiB per partition and drops the oldest records
+/// beyond that, so a run larger than a topic can hold is fed as it goes
+/// (per partition: a consumer may read some partitions well ahead of
+/// others).
+async fn feed(bootstrap: String, input: Topic, group: String, n: usize) {
     let reader: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", &bootstrap)
-        .set("isolation.level", "read_committed")
+        .set("group.id", &group)
         .create()
         .expect("a consumer");
+    let mut partitions = TopicPartitionList::new();
+    for p in 0..input.partitions {
+        partitions.add_partition(&input.name, p);
+    }
+    let slowest_committed = || -> i64 {
+        tokio::task::block_in_place(|| {
+            reader.committed_offsets(partitions.clone(), Duration::from_secs(30))
+        })
+        .expect("reading the group's committed offsets")
+        .elements()
+        .iter()
+        .map(|e| match e.offset() {
+            Offset::Offset(o) => o,
+            _ => 0,
+        })
+        .min()
+        .unwrap_or(0)
+    };
     let producer = producer(&bootstrap, "20");
     let mut pending = Vec::with_capacity(10_000);
     for i in 0..n {
@@ -514,8 +547,9 @@ async fn feed(bootstrap: String, input: Topic, output: Topic, n: usize, window: 
             for d in pending.drain(..) {
                 await_delivery(d).await;
             }
-            let output = std::slice::from_ref(&output);
-            while (i + 1).saturating_sub(committed_records(&reader, output) as usize) > window {
+            // Orders go round-robin: each partition holds about this many.
+            let per_partition = ((i + 1) / input.partitions as usize) as i64;
+            while per_partition - slowest_committed() > FED_RECORDS_PER_PARTITION {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
         }
@@ -754,8 +788,8 @@ impl Pace {
 /// Produces orders 0..`pace.total()` at the rate, each stamped with its
 /// send time.
 async fn produce_paced(bootstrap: &str, topic: &Topic, pace: &Pace) {
-    // linger.ms 1: the producer batches what one millisecond brings.
-    let producer = producer(bootstrap, "1");
+    // librdkafka's default linger.ms: the producer batches what 5 ms bring.
+    let producer = producer(bootstrap, "5");
     let started = Instant::now();
     let mut pending = Vec::with_capacity(pace.total());
     for i in 0..pace.total() {
@@ -878,9 +912,17 @@ async fn send_probe(bootstrap: &str, topic: &Topic, pace: &Pace) {
     await_delivery(send(&probe, topic, id, &order_sent_at(id, now_us()))).await;
 }
 
+/// Partitions of the latency runs' topics. Few, so that each partition's
+/// record batches are large: the embedded broker finds a fetch's offset by
+/// walking the partition's batches from the oldest, so thousands of tiny
+/// batches slow every fetch down as a run goes on (it keeps ~5 MiB per
+/// partition, dropping the oldest, which bounds the walk; a paced consumer
+/// stays far within that).
+const LATENCY_PARTITIONS: i32 = 4;
+
 /// Part 3: end-to-end latency at a fixed input rate.
 async fn latency(bench: &mut Bench, pace: &Pace, python_rates: &[(&str, Option<f64>)]) {
-    let partitions = partitions_for(pace.total());
+    let partitions = LATENCY_PARTITIONS;
     let mut rows: Vec<(String, Latency)> = Vec::new();
 
     for (label, fetch_wait) in [
@@ -943,7 +985,7 @@ async fn latency(bench: &mut Bench, pace: &Pace, python_rates: &[(&str, Option<f
 
     println!("\n### End-to-end latency at {} records/s\n", pace.rate);
     println!(
-        "{} s at {} records/s after a {} s warm-up, each record stamped with its send time; one task, default batching (`batch.max.records` 500, `batch.max.ms` 100). Stream: received by a read_committed consumer of the output topic; sink: the row's insert time (`clock_timestamp()` in the database). The embedded broker holds each fetch for the consumer's whole `fetch.wait.max.ms` (a real broker answers once records are there), so the worker runs with `consumer.fetch.wait.max.ms` {FAST_FETCH_WAIT_MS}, as the baseline consumer does; the second row shows what librdkafka's default would add per hop here. Ratios to the first row\n",
+        "{} s at {} records/s after a {} s warm-up, each record stamped with its send time; topics of {LATENCY_PARTITIONS} partitions, one task, default batching (`batch.max.records` 500, `batch.max.ms` 100). Stream: received by a read_committed consumer of the output topic; sink: the row's insert time (`clock_timestamp()` in the database). The embedded broker holds each fetch for the consumer's whole `fetch.wait.max.ms` (a real broker answers once records are there), so the worker runs with `consumer.fetch.wait.max.ms` {FAST_FETCH_WAIT_MS}, as the baseline consumer does; the second row shows what librdkafka's default would add per hop here. Ratios to the first row\n",
         pace.measured.as_secs(),
         pace.rate,
         pace.warmup.as_secs()

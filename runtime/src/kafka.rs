@@ -43,6 +43,9 @@ pub const HEARTBEAT_INTERVAL_MS: u64 = 10_000;
 /// How long a task's consumer waits to fetch again once its prefetch
 /// queue is full (see [`KafkaClients::consumer`]).
 const FETCH_QUEUE_BACKOFF_MS: u32 = 20;
+/// How many records, and KiB, a task's consumer prefetches at most.
+const QUEUED_MIN_MESSAGES: u32 = 20_000;
+const QUEUED_MAX_KBYTES: u32 = 16_384;
 
 /// The floor of `max.poll.interval.ms` (Kafka's default).
 const MAX_POLL_INTERVAL_FLOOR_MS: u64 = 300_000;
@@ -205,7 +208,13 @@ impl KafkaClients {
             // stops fetching for this long (1 s by default): a task that
             // drains the queue faster than that then waits for data the
             // broker has. A short pause keeps the queue filled.
-            .set("fetch.queue.backoff.ms", FETCH_QUEUE_BACKOFF_MS.to_string());
+            .set("fetch.queue.backoff.ms", FETCH_QUEUE_BACKOFF_MS.to_string())
+            // Bounded prefetch: librdkafka's defaults (100000 records, 64 MiB
+            // per consumer) let each task of a backlogged worker buffer a
+            // topic's worth; this is several batches ahead, which keeps a
+            // task busy, in a fraction of the memory.
+            .set("queued.min.messages", QUEUED_MIN_MESSAGES.to_string())
+            .set("queued.max.messages.kbytes", QUEUED_MAX_KBYTES.to_string());
         let settings: Vec<(&String, &String)> = self
             .consumer_overrides
             .iter()
@@ -1020,6 +1029,8 @@ mod tests {
         assert_eq!(c.get("enable.auto.commit"), Some("false"));
         // A full prefetch queue pauses fetching briefly, not for librdkafka's 1 s.
         assert_eq!(c.get("fetch.queue.backoff.ms"), Some("20"));
+        assert_eq!(c.get("queued.min.messages"), Some("20000"));
+        assert_eq!(c.get("queued.max.messages.kbytes"), Some("16384"));
     }
 
     #[test]

@@ -35,6 +35,7 @@ if [[ "$which" == all || "$which" == transform ]]; then
   cargo bench --locked -p sluice-runtime --bench transform
 fi
 if [[ "$which" == all || "$which" == languages ]]; then
+  eval "$(scripts/wasm-toolchains.sh)"
   cargo bench --locked -p sluice-runtime --bench languages
 fi
 if [[ "$which" == all || "$which" == pipelines ]]; then

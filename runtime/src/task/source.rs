@@ -524,6 +524,13 @@ async fn attempt_commit(
     open: &mut OpenTransaction,
     offset_records: &[Record],
 ) -> Result<Result<(), TxnFailure>, ConnectError> {
+    // The offsets go out now, in the records' linger window rather than one
+    // of their own after the records' delivery: the transaction holds both,
+    // so any failure below aborts them together.
+    let mut offset_deliveries = Vec::with_capacity(offset_records.len());
+    for r in offset_records {
+        offset_deliveries.push(enqueue(txn.producer(), r).await);
+    }
     let deliveries = std::mem::take(&mut open.deliveries);
     let mut cause = None;
     let mut refused = std::collections::BTreeSet::new();
@@ -563,10 +570,12 @@ async fn attempt_commit(
         // Any failed delivery leaves the transaction abortable.
         return Ok(Err(txn.abort(cause).await));
     }
-    let offsets_written = produce_each(txn.producer(), offset_records)
-        .await
-        .into_iter()
-        .find_map(Result::err);
+    let mut offsets_written = None;
+    for (r, delivery) in offset_records.iter().zip(offset_deliveries) {
+        if let Err(e) = await_delivery(&r.topic, delivery).await {
+            offsets_written.get_or_insert(e);
+        }
+    }
     if let Some(e) = offsets_written {
         if let Some(fatal) = txn.fatal_state() {
             return Ok(Err(TxnFailure::Fatal(fatal)));

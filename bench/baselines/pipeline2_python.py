@@ -12,9 +12,9 @@ import argparse
 import json
 import time
 
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Producer
 
-from reference_transform import cpu_seconds, report, transform
+from reference_transform import cpu_seconds, order_consumer, report, transform
 
 
 def main() -> None:
@@ -27,15 +27,7 @@ def main() -> None:
     args = p.parse_args()
 
     run = time.time_ns()
-    consumer = Consumer(
-        {
-            "bootstrap.servers": args.bootstrap,
-            "group.id": f"py-pipeline2-{run}",
-            "enable.auto.commit": False,
-            "auto.offset.reset": "earliest",
-            "isolation.level": "read_committed",
-        }
-    )
+    consumer = order_consumer(args.bootstrap, "py-pipeline2")
     producer = Producer(
         {
             "bootstrap.servers": args.bootstrap,

@@ -1,8 +1,25 @@
-"""What the pipeline baselines share: the reference transform
-(examples/transforms/rust) in Python, and the line they report."""
+"""What the pipeline baselines share: their consumer, the reference
+transform (examples/transforms/rust) in Python, and the line they report."""
 
 import json
 import resource
+import time
+
+from confluent_kafka import Consumer
+
+
+def order_consumer(bootstrap: str, name: str) -> Consumer:
+    """A consumer in a group of its own (so it reads from the start),
+    committing by hand, reading committed records only."""
+    return Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"{name}-{time.time_ns()}",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "isolation.level": "read_committed",
+        }
+    )
 
 
 def transform(value: bytes) -> dict:

@@ -22,40 +22,17 @@
 
 use std::time::{Duration, Instant};
 
-use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
 use sluice_runtime::config::ConnectorSpec;
 use sluice_runtime::kafka::EmbeddedBroker;
 use sluice_runtime::worker::Worker;
 
 mod common;
-use common::{order_json, pg_exec};
+use common::{pg_exec, produce_orders};
 
 /// Spread over partitions: the embedded broker keeps about 5 MiB each.
 const PARTITIONS: i32 = 32;
 const BATCHES: [usize; 4] = [10, 100, 1000, 10000];
 const GUARANTEES: [&str; 3] = ["at-most-once", "at-least-once", "exactly-once"];
-
-async fn produce(bootstrap: &str, topic: &str, n: usize) {
-    let producer: FutureProducer = rdkafka::ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("linger.ms", "20")
-        .set("queue.buffering.max.messages", "1000000")
-        .create()
-        .unwrap();
-    let mut pending = Vec::with_capacity(n);
-    for i in 0..n {
-        let (key, value) = (i.to_string(), order_json(i));
-        let record = FutureRecord::to(topic)
-            .key(&key)
-            .payload(&value)
-            .partition((i % PARTITIONS as usize) as i32);
-        pending.push(producer.send_result(record).map_err(|(e, _)| e).unwrap());
-    }
-    for d in pending {
-        d.await.unwrap().map_err(|(e, _)| e).unwrap();
-    }
-    producer.flush(Duration::from_secs(30)).unwrap();
-}
 
 /// Records a connector's tasks counted at `stage` (ok).
 fn counted(worker: &Worker, connector: &str, stage: &str) -> u64 {
@@ -120,7 +97,7 @@ fn main() {
         let bootstrap = broker.bootstrap_servers().to_string();
         broker.create_topic("bench-input", PARTITIONS).await.unwrap();
         eprintln!("producing {n} input records...");
-        produce(&bootstrap, "bench-input", n).await;
+        produce_orders(&bootstrap, "bench-input", PARTITIONS, n).await;
         let worker = common::worker(&broker, PARTITIONS);
         pg_exec(
             &url,

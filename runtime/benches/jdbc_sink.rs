@@ -4,7 +4,8 @@
 //! same broker and database:
 //!
 //! - a raw `COPY` of the same rows into an empty table (the ceiling);
-//! - the simple row-at-a-time loop (`bench/baselines/jdbc_upsert_loop.py`:
+//! - the simple row-at-a-time loop (`bench/baselines/pipeline1_python.py
+//!   --no-transform`:
 //!   confluent-kafka, one SQLAlchemy transaction per record, a commit per
 //!   record), on a bounded prefix of the records, since it is slow.
 //!
@@ -16,14 +17,14 @@
 
 use std::time::{Duration, Instant};
 
-use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
 use sluice_runtime::config::ConnectorSpec;
 use sluice_runtime::kafka::{EmbeddedBroker, KafkaClients};
 use sluice_runtime::worker::Worker;
 use sqlx::Connection;
 
 mod common;
-use common::{order_json, pg_exec};
+use common::process::run_python_baseline;
+use common::{order_json, pg_exec, produce_orders, table_rows};
 
 const TOPIC: &str = "bench-orders";
 /// The embedded broker keeps about 5 MiB per partition: spread the records.
@@ -34,46 +35,6 @@ fn env_usize(name: &str, default: usize) -> usize {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
-}
-
-async fn produce(bootstrap: &str, n: usize) {
-    let producer: FutureProducer = rdkafka::ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("linger.ms", "20")
-        .set("batch.num.messages", "10000")
-        .set("queue.buffering.max.messages", "1000000")
-        .create()
-        .unwrap();
-    let mut pending = Vec::with_capacity(10_000);
-    for i in 0..n {
-        let key = i.to_string();
-        let value = order_json(i);
-        let record = FutureRecord::to(TOPIC)
-            .key(&key)
-            .payload(&value)
-            .partition((i % PARTITIONS as usize) as i32);
-        pending.push(producer.send_result(record).map_err(|(e, _)| e).unwrap());
-        if pending.len() == 10_000 {
-            for d in pending.drain(..) {
-                d.await.unwrap().map_err(|(e, _)| e).unwrap();
-            }
-        }
-    }
-    for d in pending {
-        d.await.unwrap().map_err(|(e, _)| e).unwrap();
-    }
-    producer.flush(Duration::from_secs(30)).unwrap();
-}
-
-async fn count(url: &str, table: &str) -> i64 {
-    let mut c = sqlx::PgConnection::connect(url).await.unwrap();
-    let n: Option<i64> = sqlx::query_scalar(&format!(
-        "SELECT CASE WHEN to_regclass('{table}') IS NULL THEN 0 ELSE (SELECT COUNT(*) FROM {table}) END"
-    ))
-    .fetch_one(&mut c)
-    .await
-    .unwrap_or(Some(0));
-    n.unwrap_or(0)
 }
 
 /// One way of writing the topic into PostgreSQL.
@@ -155,7 +116,7 @@ async fn sluice_run(worker: &Worker, url: &str, strategy: &Strategy, n: usize) -
     let rate = (n as u64 - before) as f64 / started.elapsed().as_secs_f64();
     worker.stop_connector(name).await;
     assert_eq!(
-        count(url, &table).await,
+        table_rows(url, &table).await,
         n as i64,
         "{name}: one row per record"
     );
@@ -241,24 +202,25 @@ async fn copy_run(url: &str, n: usize) -> f64 {
     n as f64 / started.elapsed().as_secs_f64()
 }
 
+/// The row-at-a-time Python loop: pipeline 1's baseline without its
+/// transform.
 fn python_run(bootstrap: &str, url: &str, n: usize) -> Option<f64> {
-    let python = std::env::var("SLUICE_BENCH_PYTHON").ok()?;
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../bench/baselines/jdbc_upsert_loop.py"
-    );
-    let out = std::process::Command::new(python)
-        .args([script, "--bootstrap", bootstrap, "--topic", TOPIC, "--url"])
-        .arg(url.replacen("postgres://", "postgresql+psycopg2://", 1))
-        .args(["--records", &n.to_string()])
-        .output()
-        .expect("running the Python baseline");
-    assert!(
-        out.status.success(),
-        "the Python baseline failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let line: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let line = run_python_baseline(
+        "pipeline1_python.py",
+        &[
+            "--no-transform".into(),
+            "--bootstrap".into(),
+            bootstrap.into(),
+            "--topic".into(),
+            TOPIC.into(),
+            "--url".into(),
+            url.replacen("postgres://", "postgresql+psycopg2://", 1),
+            "--records".into(),
+            n.to_string(),
+            "--table".into(),
+            "py_orders".into(),
+        ],
+    )?;
     line["records_per_second"].as_f64()
 }
 
@@ -276,7 +238,7 @@ fn main() {
         broker.create_topic(TOPIC, PARTITIONS).await.unwrap();
         let bootstrap = broker.bootstrap_servers().to_string();
         eprintln!("producing {n} records...");
-        produce(&bootstrap, n).await;
+        produce_orders(&bootstrap, TOPIC, PARTITIONS, n).await;
         let worker = common::worker(&broker, 1);
         // The sink's own offsets table, so each run can clear a previous run's.
         pg_exec(&url, &sluice_connector_jdbc::Dialect::Postgres.create_offsets_table("sluice_offsets")).await;

@@ -46,7 +46,6 @@ use std::rc::Rc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::{ClientConfig, Offset, TopicPartitionList};
 use sluice_runtime::kafka::EmbeddedBroker;
 use sqlx::Connection;
@@ -57,7 +56,9 @@ mod guest_build;
 
 mod common;
 use common::process::{ProcStats, SluiceProcess, mib, run_python_baseline};
-use common::{order_json, pg_exec};
+use common::{
+    await_delivery, order_json, order_producer, pg_exec, produce_orders, send_order, table_rows,
+};
 
 fn env_usize(name: &str, default: usize) -> usize {
     match std::env::var(name) {
@@ -249,19 +250,7 @@ impl Bench {
     async fn filled_topic(&mut self, prefix: &str, n: usize, partitions: i32) -> Topic {
         let topic = self.create_topic(prefix, partitions).await;
         eprintln!("producing {n} orders into {}...", topic.name);
-        let producer = producer(&self.bootstrap, "20");
-        let mut pending = Vec::with_capacity(10_000);
-        for i in 0..n {
-            pending.push(send(&producer, &topic, i, &order_json(i)));
-            if pending.len() == 10_000 {
-                for d in pending.drain(..) {
-                    await_delivery(d).await;
-                }
-            }
-        }
-        for d in pending {
-            await_delivery(d).await;
-        }
+        produce_orders(&self.bootstrap, &topic.name, partitions, n).await;
         topic
     }
 
@@ -357,7 +346,25 @@ impl Bench {
 
     /// Records committed to `topics` so far.
     fn topic_records(&self, topics: &[Topic]) -> u64 {
-        committed_records(&self.offsets_reader, topics)
+        let mut ends = TopicPartitionList::new();
+        for t in topics {
+            for p in 0..t.partitions {
+                ends.add_partition_offset(&t.name, p, Offset::End)
+                    .expect("a valid partition");
+            }
+        }
+        let ends = tokio::task::block_in_place(|| {
+            self.offsets_reader
+                .offsets_for_times(ends, Duration::from_secs(30))
+        })
+        .expect("listing end offsets");
+        ends.elements()
+            .iter()
+            .map(|e| match e.offset() {
+                Offset::Offset(o) => o.max(0) as u64,
+                _ => 0,
+            })
+            .sum()
     }
 
     /// Records that reached their destination (committed rows or records).
@@ -483,27 +490,6 @@ impl Bench {
     }
 }
 
-/// Records committed to `topics` so far (read_committed end offsets).
-fn committed_records(reader: &BaseConsumer, topics: &[Topic]) -> u64 {
-    let mut ends = TopicPartitionList::new();
-    for t in topics {
-        for p in 0..t.partitions {
-            ends.add_partition_offset(&t.name, p, Offset::End)
-                .expect("a valid partition");
-        }
-    }
-    let ends =
-        tokio::task::block_in_place(|| reader.offsets_for_times(ends, Duration::from_secs(30)))
-            .expect("listing end offsets");
-    ends.elements()
-        .iter()
-        .map(|e| match e.offset() {
-            Offset::Offset(o) => o.max(0) as u64,
-            _ => 0,
-        })
-        .sum()
-}
-
 /// How far a fed input may run ahead of its pipeline in any partition:
 /// about 2 MiB of orders, well within what the embedded broker keeps.
 const FED_RECORDS_PER_PARTITION: i64 = 8_000;
@@ -539,10 +525,16 @@ async fn feed(bootstrap: String, input: Topic, group: String, n: usize) {
         .min()
         .unwrap_or(0)
     };
-    let producer = producer(&bootstrap, "20");
+    let producer = order_producer(&bootstrap, "20");
     let mut pending = Vec::with_capacity(10_000);
     for i in 0..n {
-        pending.push(send(&producer, &input, i, &order_json(i)));
+        pending.push(send_order(
+            &producer,
+            &input.name,
+            input.partitions,
+            i,
+            &order_json(i),
+        ));
         if pending.len() == 10_000 || i + 1 == n {
             for d in pending.drain(..) {
                 await_delivery(d).await;
@@ -556,54 +548,25 @@ async fn feed(bootstrap: String, input: Topic, group: String, n: usize) {
     }
 }
 
-fn producer(bootstrap: &str, linger_ms: &str) -> FutureProducer {
-    ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("linger.ms", linger_ms)
-        .set("batch.num.messages", "10000")
-        .set("queue.buffering.max.messages", "1000000")
-        .create()
-        .expect("a producer")
-}
-
-/// Sends order `i` to its partition (`i` modulo the topic's partitions).
-fn send(
-    producer: &FutureProducer,
-    topic: &Topic,
-    i: usize,
-    value: &str,
-) -> rdkafka::producer::DeliveryFuture {
-    let key = i.to_string();
-    let record = FutureRecord::to(&topic.name)
-        .key(&key)
-        .payload(value)
-        .partition((i % topic.partitions as usize) as i32);
-    producer
-        .send_result(record)
-        .map_err(|(e, _)| e)
-        .expect("the producer queue has room")
-}
-
-async fn await_delivery(d: rdkafka::producer::DeliveryFuture) {
-    d.await
-        .expect("a delivery report")
-        .map_err(|(e, _)| e)
-        .expect("delivered");
-}
-
-async fn pg(url: &str) -> sqlx::PgConnection {
-    sqlx::PgConnection::connect(url)
-        .await
-        .unwrap_or_else(|e| panic!("connecting to {url}: {e}"))
-}
-
-async fn table_rows(url: &str, table: &str) -> i64 {
-    sqlx::query_scalar(&format!(
-        "SELECT CASE WHEN to_regclass('{table}') IS NULL THEN 0 ELSE (SELECT COUNT(*) FROM {table}) END"
-    ))
-    .fetch_one(&mut pg(url).await)
-    .await
-    .unwrap_or_else(|e| panic!("counting {table}: {e}"))
+/// A table of Sluice runs beside a Python baseline, with ratios to it.
+fn print_against_python(
+    rows: &[(String, &Measured)],
+    python: Option<&Measured>,
+    python_label: &str,
+) {
+    println!(
+        "| pipeline | records/s | CPU s per 1M records | peak RSS MiB | records/s vs Python | CPU/record vs Python | peak RSS vs Python |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|");
+    for (label, m) in rows {
+        println!("| {label} | {} | {} |", m.cells(), m.ratio_cells(python));
+    }
+    match python {
+        Some(p) => println!("| {python_label} | {} | 1.0x | 1.00 | 1.00 |", p.cells()),
+        None => println!(
+            "| Python baseline | NOT RUN: set SLUICE_BENCH_PYTHON (bench/run.sh does) | | | | | |"
+        ),
+    }
 }
 
 /// Pipeline 1 and its Python baseline; returns the Python rate (for the
@@ -663,26 +626,17 @@ async fn pipeline1(bench: &mut Bench, n: usize, py_n: usize, batch: usize) -> Op
         "{n} JSON order records (Python: the first {py_n} it reads), embedded broker ({} partitions), one task, `batch.max.records` {batch}; ratios are Sluice / Python\n",
         input.partitions
     );
-    println!(
-        "| pipeline | records/s | CPU s per 1M records | peak RSS MiB | records/s vs Python | CPU/record vs Python | peak RSS vs Python |"
+    let rows: Vec<(String, &Measured)> = runs
+        .iter()
+        .map(|(guarantee, m)| (format!("Sluice jdbc-sink, {guarantee}"), m))
+        .collect();
+    print_against_python(
+        &rows,
+        python.as_ref(),
+        &format!(
+            "Python: confluent-kafka + SQLAlchemy, 1 tx and 1 sync commit per record ({py_n} records; baseline)"
+        ),
     );
-    println!("|---|---:|---:|---:|---:|---:|---:|");
-    for (guarantee, m) in &runs {
-        println!(
-            "| Sluice jdbc-sink, {guarantee} | {} | {} |",
-            m.cells(),
-            m.ratio_cells(python.as_ref())
-        );
-    }
-    match &python {
-        Some(p) => println!(
-            "| Python: confluent-kafka + SQLAlchemy, 1 tx and 1 sync commit per record ({py_n} records; baseline) | {} | 1.0x | 1.00 | 1.00 |",
-            p.cells()
-        ),
-        None => println!(
-            "| Python baseline | NOT RUN: set SLUICE_BENCH_PYTHON (bench/run.sh does) | | | | | |"
-        ),
-    }
     let (alo, eos) = (&runs[0].1, &runs[1].1);
     println!(
         "\nexactly-once / at-least-once throughput: {:.2}",
@@ -737,29 +691,19 @@ async fn pipeline2(bench: &mut Bench, n: usize, py_n: usize) -> Option<f64> {
         "{n} JSON order records (Python: the first {py_n} it reads), embedded broker ({} partitions), one task, a transaction per {} records; ratios are to the Python loop\n",
         input.partitions, bench.stream_batch
     );
-    println!(
-        "| pipeline | records/s | CPU s per 1M records | peak RSS MiB | records/s vs Python | CPU/record vs Python | peak RSS vs Python |"
-    );
-    println!("|---|---:|---:|---:|---:|---:|---:|");
-    println!(
-        "| Sluice stream, WASM transform | {} | {} |",
-        with_transform.cells(),
-        with_transform.ratio_cells(python.as_ref())
-    );
-    println!(
-        "| Sluice stream, no transform (pass-through) | {} | {} |",
-        passthrough.cells(),
-        passthrough.ratio_cells(python.as_ref())
-    );
-    match &python {
-        Some(p) => println!(
-            "| Python: confluent-kafka consume-transform-produce with transactions ({py_n} records; baseline) | {} | 1.0x | 1.00 | 1.00 |",
-            p.cells()
+    print_against_python(
+        &[
+            ("Sluice stream, WASM transform".into(), &with_transform),
+            (
+                "Sluice stream, no transform (pass-through)".into(),
+                &passthrough,
+            ),
+        ],
+        python.as_ref(),
+        &format!(
+            "Python: confluent-kafka consume-transform-produce with transactions ({py_n} records; baseline)"
         ),
-        None => println!(
-            "| Python baseline | NOT RUN: set SLUICE_BENCH_PYTHON (bench/run.sh does) | | | | | |"
-        ),
-    }
+    );
     println!(
         "\nthe transform's cost: throughput {:.2} of the pass-through's, {:.1} CPU s per 1M records more",
         with_transform.records_per_second() / passthrough.records_per_second(),
@@ -789,7 +733,7 @@ impl Pace {
 /// send time.
 async fn produce_paced(bootstrap: &str, topic: &Topic, pace: &Pace) {
     // librdkafka's default linger.ms: the producer batches what 5 ms bring.
-    let producer = producer(bootstrap, "5");
+    let producer = order_producer(bootstrap, "5");
     let started = Instant::now();
     let mut pending = Vec::with_capacity(pace.total());
     for i in 0..pace.total() {
@@ -797,7 +741,13 @@ async fn produce_paced(bootstrap: &str, topic: &Topic, pace: &Pace) {
         if due > Instant::now() {
             tokio::time::sleep_until(due.into()).await;
         }
-        pending.push(send(&producer, topic, i, &order_sent_at(i, now_us())));
+        pending.push(send_order(
+            &producer,
+            &topic.name,
+            topic.partitions,
+            i,
+            &order_sent_at(i, now_us()),
+        ));
     }
     for d in pending {
         await_delivery(d).await;
@@ -907,9 +857,16 @@ async fn topic_latency(
 /// Sends the probe record (order id past the paced ones, so it is never
 /// measured): a pipeline is ready once it went through.
 async fn send_probe(bootstrap: &str, topic: &Topic, pace: &Pace) {
-    let probe = producer(bootstrap, "0");
+    let probe = order_producer(bootstrap, "0");
     let id = pace.total();
-    await_delivery(send(&probe, topic, id, &order_sent_at(id, now_us()))).await;
+    await_delivery(send_order(
+        &probe,
+        &topic.name,
+        topic.partitions,
+        id,
+        &order_sent_at(id, now_us()),
+    ))
+    .await;
 }
 
 /// Partitions of the latency runs' topics. Few, so that each partition's
@@ -1075,7 +1032,11 @@ async fn sink_latency(
     ))
     .bind(pace.measured_ids().start as i64)
     .bind(pace.measured_ids().end as i64)
-    .fetch_one(&mut pg(url).await)
+    .fetch_one(
+        &mut sqlx::PgConnection::connect(url)
+            .await
+            .unwrap_or_else(|e| panic!("connecting to {url}: {e}")),
+    )
     .await
     .unwrap_or_else(|e| panic!("latency percentiles of {table}: {e}"));
     Latency {

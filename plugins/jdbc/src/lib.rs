@@ -392,6 +392,13 @@ struct Row {
     guard: Option<SqlValue>,
 }
 
+impl Row {
+    /// The columns it writes, in order.
+    fn column_names(&self) -> impl Iterator<Item = &String> {
+        self.columns.iter().map(|(name, _)| name)
+    }
+}
+
 /// What one record asks of its table.
 enum Op {
     Write(Row),
@@ -668,7 +675,9 @@ impl JdbcSinkTask {
                             pk = row.pk_names.to_vec();
                         }
                         let known = wanted.iter().all(|(_, kind)| kind.is_some());
-                        if known && previous.is_some_and(|p| same_fields(p, row)) {
+                        if known
+                            && previous.is_some_and(|p| p.column_names().eq(row.column_names()))
+                        {
                             continue;
                         }
                         for (name, v) in &row.columns {
@@ -804,10 +813,9 @@ impl JdbcSinkTask {
                     // a record lacks never touches its column.
                     let mut groups: Vec<StatementRows> = Vec::new();
                     for row in rows {
-                        let group = groups.iter_mut().position(|(names, _, _)| {
-                            names.len() == row.columns.len()
-                                && names.iter().zip(&row.columns).all(|(n, (c, _))| n == c)
-                        });
+                        let group = groups
+                            .iter()
+                            .position(|(names, _, _)| names.iter().eq(row.column_names()));
                         match group {
                             Some(g) => groups[g]
                                 .2
@@ -988,15 +996,6 @@ impl JdbcSinkTask {
         }
         result
     }
-}
-
-/// Whether two rows write the same columns in the same order.
-fn same_fields(a: &Row, b: &Row) -> bool {
-    a.columns.len() == b.columns.len()
-        && a.columns
-            .iter()
-            .zip(&b.columns)
-            .all(|((x, _), (y, _))| x == y)
 }
 
 fn coerce_row(

@@ -9,6 +9,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use std::time::Duration;
 
+use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
 use sluice_runtime::config::WorkerConfig;
 use sluice_runtime::kafka::{EmbeddedBroker, KafkaClients};
 use sluice_runtime::metrics::Metrics;
@@ -76,4 +77,71 @@ pub fn worker(broker: &EmbeddedBroker, default_partitions: i32) -> Worker {
 pub async fn pg_exec(url: &str, sql: &str) {
     let mut c = sqlx::PgConnection::connect(url).await.unwrap();
     sqlx::raw_sql(sql).execute(&mut c).await.unwrap();
+}
+
+/// A producer for filling the benches' input topics.
+pub fn order_producer(bootstrap: &str, linger_ms: &str) -> FutureProducer {
+    rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("linger.ms", linger_ms)
+        .set("batch.num.messages", "10000")
+        .set("queue.buffering.max.messages", "1000000")
+        .create()
+        .expect("a producer")
+}
+
+/// Sends order `i` (keyed by its id) to partition `i` modulo `partitions`.
+pub fn send_order(
+    producer: &FutureProducer,
+    topic: &str,
+    partitions: i32,
+    i: usize,
+    value: &str,
+) -> DeliveryFuture {
+    let key = i.to_string();
+    let record = FutureRecord::to(topic)
+        .key(&key)
+        .payload(value)
+        .partition((i % partitions as usize) as i32);
+    producer
+        .send_result(record)
+        .map_err(|(e, _)| e)
+        .expect("the producer queue has room")
+}
+
+pub async fn await_delivery(d: DeliveryFuture) {
+    d.await
+        .expect("a delivery report")
+        .map_err(|(e, _)| e)
+        .expect("delivered");
+}
+
+/// Orders 0..`n` into `topic`, spread over its `partitions`.
+pub async fn produce_orders(bootstrap: &str, topic: &str, partitions: i32, n: usize) {
+    let producer = order_producer(bootstrap, "20");
+    let mut pending = Vec::with_capacity(10_000);
+    for i in 0..n {
+        pending.push(send_order(&producer, topic, partitions, i, &order_json(i)));
+        if pending.len() == 10_000 {
+            for d in pending.drain(..) {
+                await_delivery(d).await;
+            }
+        }
+    }
+    for d in pending {
+        await_delivery(d).await;
+    }
+}
+
+/// Rows in `table`; 0 if it does not exist.
+pub async fn table_rows(url: &str, table: &str) -> i64 {
+    let mut c = sqlx::PgConnection::connect(url)
+        .await
+        .unwrap_or_else(|e| panic!("connecting to {url}: {e}"));
+    sqlx::query_scalar(&format!(
+        "SELECT CASE WHEN to_regclass('{table}') IS NULL THEN 0 ELSE (SELECT COUNT(*) FROM {table}) END"
+    ))
+    .fetch_one(&mut c)
+    .await
+    .unwrap_or_else(|e| panic!("counting {table}: {e}"))
 }

@@ -5,6 +5,9 @@
 #   - C toolchain and libraries for rdkafka's bundled librdkafka (ssl, zstd)
 #     and SQLite: build-essential pkg-config zlib1g-dev libssl-dev
 #   - PostgreSQL (tests run against a real server; see scripts/postgres.sh)
+#   - Java 17 and Maven: Apache Kafka itself, resolved from Maven by
+#     scripts/kafka.sh, is the broker of the real-Kafka tests (skip:
+#     SLUICE_SETUP_KAFKA=0, and the test command says the suite did not run)
 #   - MariaDB (the JDBC sink's MySQL dialect; tests start their own server)
 #   - promtool, from Debian's prometheus package (the alert rules' tests)
 #   - the Rust toolchain pinned in rust-toolchain.toml, with wasm32-wasip2
@@ -21,6 +24,10 @@ if [[ "${SLUICE_SETUP_MONITORING:-1}" == 1 ]]; then
 fi
 if [[ "${SLUICE_SETUP_POSTGRES:-1}" == 1 ]]; then
   APT_PACKAGES+=(postgresql postgresql-client)
+fi
+if [[ "${SLUICE_SETUP_KAFKA:-1}" == 1 ]]; then
+  command -v java >/dev/null 2>&1 || APT_PACKAGES+=(openjdk-17-jdk-headless)
+  command -v mvn >/dev/null 2>&1 || APT_PACKAGES+=(maven)
 fi
 # The JDBC sink's tests start their own MariaDB server (MySQL protocol).
 if [[ "${SLUICE_SETUP_MARIADB:-1}" == 1 ]]; then

@@ -1,13 +1,25 @@
 #!/usr/bin/env bash
-# The test command: installs what is missing, starts PostgreSQL, checks
-# formatting and lints, and runs every test (unit and integration; the
-# integration tests build their WASM components from source).
+# The test command: installs what is missing, starts PostgreSQL and a real
+# Apache Kafka broker, checks formatting and lints, and runs every test (unit
+# and integration; the integration tests build their WASM components from
+# source), then the real-Kafka suite (tests/real_kafka/: exactly-once,
+# fencing and static membership on brokers that enforce them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/setup.sh
 eval "$(scripts/postgres.sh start)"
 echo "test: PostgreSQL at $SLUICE_TEST_POSTGRES_URL" >&2
+# Apache Kafka from Maven (scripts/kafka.sh), fresh for each run. A machine
+# without Java (setup.sh installs it unless SLUICE_SETUP_KAFKA=0) is the only
+# reason not to run the real-Kafka suite, and it is said loudly below; a
+# broker that cannot start fails the run.
+real_kafka=0
+if command -v java >/dev/null 2>&1; then
+  scripts/kafka.sh reset
+  eval "$(scripts/kafka.sh start)"
+  real_kafka=1
+fi
 
 # The shipped alert rules: valid, and firing exactly when they should.
 promtool check rules examples/monitoring/alerts.yml
@@ -30,23 +42,27 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo clippy -p sluice-sdk --features guest --locked -- -D warnings
 cargo clippy -p sluice-sdk --features native --locked -- -D warnings
 cargo clippy --manifest-path plugins/http-sink/Cargo.toml --locked -- -D warnings
-cargo test --workspace --locked
+# The real-Kafka suite runs on its own below, after everything else.
+cargo test --workspace --locked -- --skip real_kafka::
 # The guest SDK's documentation example, compiled.
 cargo test -p sluice-sdk --features guest --doc --locked
 
-# Exactly-once checks that need a broker enforcing transactions (see
-# tests/kafka_conformance.rs): none can be installed here, so they run only
-# against a cluster named by SLUICE_TEST_KAFKA_BOOTSTRAP, and say so when not.
-if [[ -n "${SLUICE_TEST_KAFKA_BOOTSTRAP:-}" ]]; then
-  cargo test -p sluice-runtime --test integration --locked kafka_conformance -- --ignored
-else
-  cat >&2 <<'BANNER'
+# The real-Kafka suite (tests/real_kafka/): the checks that need brokers that
+# enforce transactions and static membership. The three-broker cluster its
+# failover checks start is stopped afterwards.
+if [[ "$real_kafka" == 1 ]]; then
+  status=0
+  cargo test -p sluice-runtime --test integration --locked real_kafka:: || status=$?
+  scripts/kafka.sh stop
+  exit "$status"
+fi
+cat >&2 <<'BANNER'
 ###########################################################################
-# NOT RUN: the real-Kafka conformance suite (tests/kafka_conformance.rs):
-#   read_committed hides aborted records, zombies are fenced, a crash
-#   between produce and commit leaves nothing visible, offsets sent in a
-#   transaction become the group's. The mock broker enforces none of these.
-#   Set SLUICE_TEST_KAFKA_BOOTSTRAP=host:port to run them.
+# NOT RUN: the real-Kafka suite (tests/real_kafka/), because this machine
+#   has no Java to run Apache Kafka (scripts/setup.sh installs it unless
+#   SLUICE_SETUP_KAFKA=0). Unchecked here: read_committed hides aborted
+#   records, zombies are fenced, streams and sources stay exactly-once
+#   while the worker and a broker are killed, static members rejoin
+#   without a rebalance. The mock broker enforces none of these.
 ###########################################################################
 BANNER
-fi

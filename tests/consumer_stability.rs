@@ -101,24 +101,31 @@ async fn settled(worker: &Worker, connector: &str, tasks: &[u32]) -> Vec<Moves> 
     .await
 }
 
-async fn put_tasks_max(env: &InProcess, base: &Value, tasks_max: u32) -> Updated {
+async fn put_tasks_max(env: &InProcess, name: &str, base: &Value, tasks_max: u32) -> Updated {
     let mut config = base.clone();
     config["tasks.max"] = json!(tasks_max.to_string());
-    let spec = ConnectorSpec::from_json(&json!({"name": "stable", "config": config})).unwrap();
+    let spec = ConnectorSpec::from_json(&json!({"name": name, "config": config})).unwrap();
     env.worker.put(&spec).await.unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn tasks_restart_join_and_leave_under_load_without_loss_or_duplicates() {
+    restart_join_and_leave(InProcess::start(), "stable").await;
+}
+
+/// On `env`'s broker, with the connector and its topic named after `name`.
+/// On a real broker the consumers are static members: a task's restart is
+/// then no rebalance for the other task either.
+pub async fn restart_join_and_leave(env: InProcess, name: &str) {
     let Some(pg) = PgInstance::start() else {
         return;
     };
-    let env = InProcess::start();
-    let topic = "stable-orders";
+    let real = matches!(env.broker, fixtures::TestKafka::Real(_));
+    let topic = &format!("{name}-orders");
     env.broker.create_topic(topic, PARTITIONS).await.unwrap();
     // Exactly-once into a table without a key: a duplicate would be a
     // second row. The embedded broker has no static membership, so the
-    // consumers are dynamic members here (the defaults are unit-tested in
+    // consumers are dynamic members there (the defaults are unit-tested in
     // kafka.rs); a short session timeout for quick rebalances.
     let config = json!({
         "connector.class": "jdbc-sink",
@@ -133,7 +140,7 @@ async fn tasks_restart_join_and_leave_under_load_without_loss_or_duplicates() {
         "consumer.override.session.timeout.ms": "6000",
         "consumer.override.heartbeat.interval.ms": "500",
     });
-    env.create(json!({"name": "stable", "config": config.clone()}))
+    env.create(json!({"name": name, "config": config.clone()}))
         .await;
 
     // Load all along: a wave every 100 ms until the end.
@@ -142,31 +149,41 @@ async fn tasks_restart_join_and_leave_under_load_without_loss_or_duplicates() {
     let load = {
         let producer = producer(&env);
         let (produced, stop) = (produced.clone(), stop.clone());
+        let topic = topic.clone();
         tokio::spawn(async move {
             while !stop.load(Ordering::SeqCst) {
                 let first = produced.load(Ordering::SeqCst);
-                produce_orders(&producer, topic, first, 40).await;
+                produce_orders(&producer, &topic, first, 40).await;
                 produced.fetch_add(40, Ordering::SeqCst);
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
         })
     };
 
-    settled(&env.worker, "stable", &[0, 1]).await;
+    let first = settled(&env.worker, name, &[0, 1]).await;
 
     // A restart of task 1 under load: its batch in flight is redone by its
-    // successor from the offsets in the sink. (With static membership on a
-    // real broker this is no rebalance at all; the mock broker implements
-    // static membership for classic groups not at all, so only the data is
-    // checked here.)
-    assert!(env.worker.restart_task("stable", 1).await.unwrap());
-    let before = settled(&env.worker, "stable", &[0, 1]).await;
+    // successor from the offsets in the sink. With static membership (a
+    // real broker) this is no rebalance at all for task 0; the mock broker
+    // implements static membership not at all, so there only the data is
+    // checked.
+    assert!(env.worker.restart_task(name, 1).await.unwrap());
+    let before = settled(&env.worker, name, &[0, 1]).await;
+    if real {
+        assert_eq!(
+            before[0], first[0],
+            "task 1's restart as a static member rebalanced task 0"
+        );
+    }
 
     // A third task joins: cooperative-sticky moves partitions only from the
     // two running tasks to it, which go on untouched (a restarted task
     // would gain partitions).
-    assert_eq!(put_tasks_max(&env, &config, 3).await, Updated::TasksResized);
-    let grown = settled(&env.worker, "stable", &[0, 1, 2]).await;
+    assert_eq!(
+        put_tasks_max(&env, name, &config, 3).await,
+        Updated::TasksResized
+    );
+    let grown = settled(&env.worker, name, &[0, 1, 2]).await;
     let third = grown[2];
     for (old, new) in before.iter().zip(&grown) {
         assert_eq!(
@@ -202,8 +219,11 @@ async fn tasks_restart_join_and_leave_under_load_without_loss_or_duplicates() {
 
     // And leaves again: its consumer leaves the group at once, its
     // partitions go back to the two others, which again go on.
-    assert_eq!(put_tasks_max(&env, &config, 2).await, Updated::TasksResized);
-    let shrunk = settled(&env.worker, "stable", &[0, 1]).await;
+    assert_eq!(
+        put_tasks_max(&env, name, &config, 2).await,
+        Updated::TasksResized
+    );
+    let shrunk = settled(&env.worker, name, &[0, 1]).await;
     let regained: u64 = grown[..2]
         .iter()
         .zip(&shrunk)
@@ -227,7 +247,7 @@ async fn tasks_restart_join_and_leave_under_load_without_loss_or_duplicates() {
         );
         assert!(counted <= moved);
     }
-    let status = env.worker.status("stable").await.unwrap();
+    let status = env.worker.status(name).await.unwrap();
     assert_eq!(
         status.tasks.iter().map(|(id, _)| *id).collect::<Vec<_>>(),
         vec![0, 1]
@@ -269,17 +289,24 @@ async fn tasks_restart_join_and_leave_under_load_without_loss_or_duplicates() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_slow_sink_pauses_the_consumer_instead_of_getting_it_evicted() {
+    slow_sink_pauses(InProcess::start(), "slow", 4).await;
+}
+
+/// On `env`'s broker, with the connector and its topic named after `name`,
+/// and `max.poll.interval.ms` (and the session timeout) `interval_s`
+/// seconds: a real broker refuses sessions under 6 s.
+pub async fn slow_sink_pauses(env: InProcess, name: &str, interval_s: u64) {
     use sqlx::Connection;
     let Some(pg) = PgInstance::start() else {
         return;
     };
-    let env = InProcess::start();
-    let topic = "slow-orders";
+    let topic = &format!("{name}-orders");
     env.broker.create_topic(topic, PARTITIONS).await.unwrap();
-    // max.poll.interval.ms at 4 s: a poll loop blocked on the locked table
+    let interval_ms = (interval_s * 1000).to_string();
+    // max.poll.interval.ms short: a poll loop blocked on the locked table
     // for longer would leave the group (librdkafka's own check), and the
     // rebalance counter would show it.
-    env.create(json!({"name": "slow", "config": {
+    env.create(json!({"name": name, "config": {
         "connector.class": "jdbc-sink",
         "topics": topic,
         "connection.url": pg.url(),
@@ -289,9 +316,9 @@ async fn a_slow_sink_pauses_the_consumer_instead_of_getting_it_evicted() {
         "auto.create": "true",
         "table.name.format": "slow_rows",
         "batch.max.records": "20",
-        "consumer.override.session.timeout.ms": "4000",
+        "consumer.override.session.timeout.ms": interval_ms,
         "consumer.override.heartbeat.interval.ms": "500",
-        "consumer.override.max.poll.interval.ms": "4000",
+        "consumer.override.max.poll.interval.ms": interval_ms,
     }}))
     .await;
     let producer = producer(&env);
@@ -316,7 +343,7 @@ async fn a_slow_sink_pauses_the_consumer_instead_of_getting_it_evicted() {
         }
     })
     .await;
-    let settled = moves(&env.worker, "slow", 0);
+    let settled = moves(&env.worker, name, 0);
     assert_eq!(settled.assigned, i64::from(PARTITIONS));
 
     // The sink blocks on the table while the test holds its lock.
@@ -331,7 +358,7 @@ async fn a_slow_sink_pauses_the_consumer_instead_of_getting_it_evicted() {
         env.worker
             .metrics()
             .paused_partitions
-            .with_label_values(&["slow", "0"])
+            .with_label_values(&[name, "0"])
             .get()
     };
     eventually(Duration::from_secs(60), "the partitions paused", || async {
@@ -340,14 +367,14 @@ async fn a_slow_sink_pauses_the_consumer_instead_of_getting_it_evicted() {
     .await;
     // Three times max.poll.interval.ms with the sink stuck: the member must
     // stay in its group all along.
-    for _ in 0..12 {
+    for _ in 0..3 * interval_s {
         tokio::time::sleep(Duration::from_secs(1)).await;
         assert_eq!(
             paused(),
             i64::from(PARTITIONS),
             "resumed while the sink is stuck"
         );
-        let state = env.worker.status("slow").await.unwrap().tasks[0].1.state;
+        let state = env.worker.status(name).await.unwrap().tasks[0].1.state;
         assert_eq!(state, State::Running);
     }
     sqlx::query("COMMIT").execute(&mut lock).await.unwrap();
@@ -364,7 +391,7 @@ async fn a_slow_sink_pauses_the_consumer_instead_of_getting_it_evicted() {
         || async { (paused() == 0).then_some(()) },
     )
     .await;
-    let after = moves(&env.worker, "slow", 0);
+    let after = moves(&env.worker, name, 0);
     assert_eq!(
         after, settled,
         "the consumer was evicted or rebalanced while the sink was slow"
@@ -373,7 +400,7 @@ async fn a_slow_sink_pauses_the_consumer_instead_of_getting_it_evicted() {
         .worker
         .metrics()
         .backpressure_pauses
-        .with_label_values(&["slow", "0"])
+        .with_label_values(&[name, "0"])
         .get();
     assert!(pauses >= 1);
     env.worker.shutdown().await;

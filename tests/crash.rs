@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::fixtures::{self, PgInstance, SluiceProcess};
+use crate::fixtures::{self, KillSchedule, PgInstance, SluiceProcess};
 
 /// Records arrive in waves, one before each run, so every run has work in
 /// flight when it is killed.
@@ -20,30 +20,28 @@ const WAVE: usize = 2000;
 const RECORDS: usize = WAVES * WAVE;
 const TOPIC: &str = "crash-orders";
 
-/// A small deterministic generator, seeded from the clock and printed, so a
-/// failing schedule can be replayed with SLUICE_CRASH_SEED.
-struct Schedule(u64);
-
-impl Schedule {
-    fn next_ms(&mut self, low: u64, high: u64) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        low + (self.0 >> 33) % (high - low)
-    }
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn sigkill_at_random_moments_loses_and_duplicates_nothing() {
+    let broker = sluice_runtime::kafka::EmbeddedBroker::start().unwrap();
+    broker.create_topic(TOPIC, 3).await.unwrap();
+    sigkill_harness(broker.bootstrap_servers(), TOPIC, "", json!({})).await;
+}
+
+/// The harness, on any broker: `topic` exists with partition 0, connectors
+/// are named `<names>eos` and `<names>alo`, and the worker file gets
+/// `worker_extra`'s keys.
+pub async fn sigkill_harness(
+    bootstrap: &str,
+    topic: &str,
+    names: &str,
+    worker_extra: serde_json::Value,
+) {
     let Some(pg) = PgInstance::start() else {
         return;
     };
-    let broker = sluice_runtime::kafka::EmbeddedBroker::start().unwrap();
-    broker.create_topic(TOPIC, 3).await.unwrap();
-    let bootstrap = broker.bootstrap_servers().to_string();
+    let bootstrap = bootstrap.to_string();
     let produce_wave = |wave: usize| {
-        let bootstrap = bootstrap.clone();
+        let (bootstrap, topic) = (bootstrap.clone(), topic.to_string());
         async move {
             let bodies: Vec<(String, Vec<u8>)> = (wave * WAVE..(wave + 1) * WAVE)
                 .map(|i| {
@@ -59,18 +57,17 @@ async fn sigkill_at_random_moments_loses_and_duplicates_nothing() {
                 .iter()
                 .map(|(k, v)| (Some(k.as_str()), v.as_slice()))
                 .collect();
-            fixtures::produce(&bootstrap, TOPIC, &records).await;
+            fixtures::produce(&bootstrap, &topic, &records).await;
         }
     };
 
     let dir = tempfile::tempdir().unwrap();
     let worker = dir.path().join("worker.json");
-    std::fs::write(
-        &worker,
-        json!({"bootstrap.servers": bootstrap, "wasm.cache.dir": fixtures::wasm_cache_dir().display().to_string()})
-            .to_string(),
-    )
-    .unwrap();
+    let mut worker_config = json!({"bootstrap.servers": bootstrap, "wasm.cache.dir": fixtures::wasm_cache_dir().display().to_string()});
+    for (k, v) in worker_extra.as_object().into_iter().flatten() {
+        worker_config[k] = v.clone();
+    }
+    std::fs::write(&worker, worker_config.to_string()).unwrap();
     // A dead member is noticed after the session timeout: keep it short so
     // each restart gets its partitions back quickly.
     let consumer = [
@@ -79,7 +76,7 @@ async fn sigkill_at_random_moments_loses_and_duplicates_nothing() {
     ];
     let mut exactly_once = json!({
         "connector.class": "jdbc-sink",
-        "topics": TOPIC,
+        "topics": topic,
         "connection.url": pg.url(),
         "delivery.guarantee": "exactly-once",
         "insert.mode": "insert",
@@ -90,7 +87,7 @@ async fn sigkill_at_random_moments_loses_and_duplicates_nothing() {
     });
     let mut at_least_once = json!({
         "connector.class": "jdbc-sink",
-        "topics": TOPIC,
+        "topics": topic,
         "connection.url": pg.url(),
         "insert.mode": "upsert",
         "pk.mode": "record_value",
@@ -108,27 +105,18 @@ async fn sigkill_at_random_moments_loses_and_duplicates_nothing() {
     let alo_file = dir.path().join("alo.json");
     std::fs::write(
         &eos_file,
-        json!({"name": "eos", "config": exactly_once}).to_string(),
+        json!({"name": format!("{names}eos"), "config": exactly_once}).to_string(),
     )
     .unwrap();
     std::fs::write(
         &alo_file,
-        json!({"name": "alo", "config": at_least_once}).to_string(),
+        json!({"name": format!("{names}alo"), "config": at_least_once}).to_string(),
     )
     .unwrap();
     let args = [worker.as_path(), eos_file.as_path(), alo_file.as_path()];
 
-    let seed = std::env::var("SLUICE_CRASH_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-        });
-    eprintln!("crash schedule seed: {seed} (replay with SLUICE_CRASH_SEED={seed})");
-    let mut schedule = Schedule(seed);
+    let mut schedule = KillSchedule::from_env();
+    let seed = schedule.seed;
     let count = |table: &'static str| {
         let url = pg.url();
         async move {

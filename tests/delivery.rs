@@ -211,7 +211,11 @@ async fn exactly_once_source_recovers_from_transaction_faults() {
         let topic = format!("faulty-{name}-orders");
         // The first transactions run into the faults.
         env.broker.create_topic(&topic, 1).await.unwrap();
-        env.broker.fail_requests(api, errors).await.unwrap();
+        env.broker
+            .embedded()
+            .fail_requests(api, errors)
+            .await
+            .unwrap();
         env.create(eos_source(&connector, &topic, 200, json!({})))
             .await;
         wait_for_ids(&env, &topic, 200).await;
@@ -244,6 +248,7 @@ async fn exactly_once_source_recovers_from_transaction_faults() {
 async fn exactly_once_source_commits_no_offset_for_aborted_batches() {
     let env = InProcess::start();
     env.broker
+        .embedded()
         .fail_requests(
             RDKafkaApiKey::AddPartitionsToTxn,
             vec![RDKafkaRespErr::RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED; 200],
@@ -277,6 +282,7 @@ async fn exactly_once_source_commits_no_offset_for_aborted_batches() {
 async fn a_fenced_source_task_fails_with_the_cause() {
     let env = InProcess::start();
     env.broker
+        .embedded()
         .fail_requests(
             RDKafkaApiKey::EndTxn,
             vec![RDKafkaRespErr::RD_KAFKA_RESP_ERR_PRODUCER_FENCED],
@@ -396,7 +402,11 @@ async fn exactly_once_stream_rewinds_after_an_aborted_transaction() {
         let env = InProcess::start();
         let (connector, input) = (format!("stream-{name}"), format!("in-{name}"));
         produce_inputs(&env, &input, 120).await;
-        env.broker.fail_requests(api, vec![error]).await.unwrap();
+        env.broker
+            .embedded()
+            .fail_requests(api, vec![error])
+            .await
+            .unwrap();
         env.create(stream(&connector, &input, json!({}))).await;
         let out = format!("{input}.out");
         eventually(Duration::from_secs(90), "every record out", || async {
@@ -421,6 +431,7 @@ async fn a_fenced_stream_task_fails_with_the_cause() {
     let env = InProcess::start();
     produce_inputs(&env, "fenced-in", 50).await;
     env.broker
+        .embedded()
         .fail_requests(
             RDKafkaApiKey::EndTxn,
             vec![RDKafkaRespErr::RD_KAFKA_RESP_ERR_PRODUCER_FENCED],
@@ -537,9 +548,9 @@ async fn exactly_once_tasks_ride_out_a_broker_outage() {
         (ids.len() > 100).then_some(())
     })
     .await;
-    env.broker.set_up(false).await.unwrap();
+    env.broker.embedded().set_up(false).await.unwrap();
     tokio::time::sleep(Duration::from_secs(4)).await;
-    env.broker.set_up(true).await.unwrap();
+    env.broker.embedded().set_up(true).await.unwrap();
     wait_for_ids(&env, "outage-orders", 600).await;
     eventually(
         Duration::from_secs(60),

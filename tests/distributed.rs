@@ -5,7 +5,9 @@
 //! effect on all; a worker that restarts gets its share back; a worker
 //! killed with SIGKILL while writing has its tasks running on the others
 //! after the session timeout, with no record lost and, for the exactly-once
-//! sink, none duplicated.
+//! sink, none duplicated. The same scenario runs on a real broker in the
+//! real-Kafka suite (`real_kafka::cluster_of_three_workers`), where a worker
+//! that restarts takes its own tasks back without moving any.
 
 use std::path::Path;
 use std::time::Duration;
@@ -14,12 +16,20 @@ use serde_json::{Value, json};
 
 use crate::fixtures::{self, PgInstance, SluiceProcess};
 
-const TOPIC: &str = "dist-orders";
 const WAVE: usize = 5000;
+
+/// Where a scenario runs: its broker, the prefix of the cluster's names
+/// (the cluster's group and topics, the data topic) and whether the broker
+/// is the mock.
+pub struct Setting {
+    pub bootstrap: String,
+    pub prefix: String,
+    pub embedded: Option<sluice_runtime::kafka::EmbeddedBroker>,
+}
 
 /// Records keyed by id, spread over the topic's partitions by the key hash
 /// (`fixtures::produce` sends all to partition 0).
-async fn produce_wave(bootstrap: &str, wave: usize) {
+async fn produce_wave(bootstrap: &str, topic: &str, wave: usize) {
     use rdkafka::producer::{FutureProducer, FutureRecord};
     let producer: FutureProducer = rdkafka::ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
@@ -34,7 +44,7 @@ async fn produce_wave(bootstrap: &str, wave: usize) {
             async move {
                 producer
                     .send(
-                        FutureRecord::to(TOPIC).key(&key).payload(&value),
+                        FutureRecord::to(topic).key(&key).payload(&value),
                         Duration::from_secs(30),
                     )
                     .await
@@ -69,45 +79,59 @@ async fn running_tasks(http: &reqwest::Client, base: &str, connector: &str) -> O
     )
 }
 
-fn write_worker(dir: &Path, bootstrap: &str, i: usize, port: u16) -> std::path::PathBuf {
+fn write_worker(dir: &Path, setting: &Setting, i: usize, port: u16) -> std::path::PathBuf {
     let file = dir.join(format!("worker{i}.json"));
-    std::fs::write(
-        &file,
-        json!({
-            "bootstrap.servers": bootstrap,
-            "group.id": "dist-cluster",
+    let prefix = &setting.prefix;
+    let mut config = json!({
+            "bootstrap.servers": setting.bootstrap,
+            "group.id": format!("{prefix}-cluster"),
             "listeners": format!("http://127.0.0.1:{port}"),
             "worker.id": format!("w{i}"),
-            "config.storage.topic": "dist-configs",
-            "status.storage.topic": "dist-status",
-            "task.slots.topic": "dist-slots",
+            "config.storage.topic": format!("{prefix}-configs"),
+            "status.storage.topic": format!("{prefix}-status"),
+            "task.slots.topic": format!("{prefix}-slots"),
             // A dead member is noticed after the session timeout: short here.
             "consumer.session.timeout.ms": "6000",
             "consumer.heartbeat.interval.ms": "500",
             "wasm.cache.dir": fixtures::wasm_cache_dir().display().to_string(),
-        })
-        .to_string(),
-    )
-    .unwrap();
+    });
+    // Source offsets too get a topic of the cluster's own on a real broker
+    // (the mock's default topic lives and dies with the test's broker).
+    if setting.embedded.is_none() {
+        config["offset.storage.topic"] = json!(format!("{prefix}-offsets"));
+    }
+    std::fs::write(&file, config.to_string()).unwrap();
     file
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn three_workers_share_tasks_and_survive_a_sigkill() {
-    let Some(pg) = PgInstance::start() else {
-        return;
-    };
     let broker = sluice_runtime::kafka::EmbeddedBroker::start().unwrap();
     // The mock broker has no CreateTopics: the cluster's topics are made here.
     for (topic, partitions) in [
         ("dist-configs", 1),
         ("dist-status", 1),
         ("dist-slots", 12),
-        (TOPIC, 3),
+        ("dist-orders", 3),
     ] {
         broker.create_topic(topic, partitions).await.unwrap();
     }
-    let bootstrap = broker.bootstrap_servers().to_string();
+    three_workers(Setting {
+        bootstrap: broker.bootstrap_servers().to_string(),
+        prefix: "dist".into(),
+        embedded: Some(broker),
+    })
+    .await;
+}
+
+/// The scenario on `setting`'s broker; the data topic `<prefix>-orders`
+/// must exist with three partitions.
+pub async fn three_workers(setting: Setting) {
+    let Some(pg) = PgInstance::start() else {
+        return;
+    };
+    let bootstrap = setting.bootstrap.clone();
+    let topic = format!("{}-orders", setting.prefix);
     let dir = tempfile::tempdir().unwrap();
     let ports: Vec<u16> = (0..3).map(|_| fixtures::free_port()).collect();
     let bases: Vec<String> = ports
@@ -118,7 +142,7 @@ async fn three_workers_share_tasks_and_survive_a_sigkill() {
         .iter()
         .enumerate()
         .map(|(i, port)| {
-            let file = write_worker(dir.path(), &bootstrap, i, *port);
+            let file = write_worker(dir.path(), &setting, i, *port);
             SluiceProcess::start_distributed(dir.path(), &file)
         })
         .collect();
@@ -146,7 +170,7 @@ async fn three_workers_share_tasks_and_survive_a_sigkill() {
             "eos",
             json!({
                 "connector.class": "jdbc-sink",
-                "topics": TOPIC,
+                "topics": topic,
                 "tasks.max": "3",
                 "connection.url": pg.url(),
                 "delivery.guarantee": "exactly-once",
@@ -161,7 +185,7 @@ async fn three_workers_share_tasks_and_survive_a_sigkill() {
             "alo",
             json!({
                 "connector.class": "jdbc-sink",
-                "topics": TOPIC,
+                "topics": topic,
                 "tasks.max": "3",
                 "connection.url": pg.url(),
                 "insert.mode": "upsert",
@@ -330,9 +354,11 @@ async fn three_workers_share_tasks_and_survive_a_sigkill() {
     .await;
 
     // A worker that stops and comes back gets its share of the tasks again.
-    // (The mock broker does not implement static membership, so here the
+    // (The mock broker does not implement static membership, so there the
     // restarted worker joins as a new member and the tasks are evened out
     // again; a real broker hands it its old slots back and nothing moves.)
+    let mut placed = running_tasks(&http, &bases[0], "eos").await.unwrap();
+    placed.extend(running_tasks(&http, &bases[0], "alo").await.unwrap());
     let status = workers[2].terminate(Duration::from_secs(60));
     assert!(
         status.success(),
@@ -355,12 +381,15 @@ async fn three_workers_share_tasks_and_survive_a_sigkill() {
     )
     .await;
     eprintln!("after w2's restart: {back:?}");
+    if setting.embedded.is_none() {
+        assert_eq!(back, placed, "w2's restart moved tasks on a real broker");
+    }
 
     // Under load, w1 is killed.
     let victim = 1;
     assert!(back.iter().any(|w| w == "w1"));
-    produce_wave(&bootstrap, 0).await;
-    produce_wave(&bootstrap, 1).await;
+    produce_wave(&bootstrap, &topic, 0).await;
+    produce_wave(&bootstrap, &topic, 1).await;
     let eos_rows = || async {
         let exists = fixtures::db_rows(
             &pg.url(),
@@ -390,7 +419,7 @@ async fn three_workers_share_tasks_and_survive_a_sigkill() {
         at_kill < 2 * WAVE,
         "the kill did not land while records were being written"
     );
-    produce_wave(&bootstrap, 2).await;
+    produce_wave(&bootstrap, &topic, 2).await;
     let total = 3 * WAVE;
 
     // Its tasks run on the two others, and every record arrives once.
@@ -448,38 +477,10 @@ async fn three_workers_share_tasks_and_survive_a_sigkill() {
 
     // A connector no worker can start (its topic cannot be created: the
     // mock broker has no CreateTopics) is refused with the reason, and can
-    // still be deleted from the config topic.
-    let r = http
-        .post(format!("{}/connectors", bases[0]))
-        .json(&json!({"name": "orphan", "config": {
-            "connector.class": "file-sink",
-            "topics": "never-created",
-            "file": dir.path().join("orphan.jsonl").display().to_string(),
-        }}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 500);
-    let body: Value = r.json().await.unwrap();
-    assert_eq!(
-        body["message"]
-            .as_str()
-            .unwrap()
-            .matches("starting connector `orphan`")
-            .count(),
-        1,
-        "{body}"
-    );
-    assert!(
-        body["message"].as_str().unwrap().contains("never-created"),
-        "{body}"
-    );
-    let r = http
-        .delete(format!("{}/connectors/orphan", bases[0]))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 204);
+    // still be deleted from the config topic. A real broker creates it.
+    if setting.embedded.is_some() {
+        orphan_is_refused(&http, &bases[0], dir.path()).await;
+    }
 
     // A connector deleted on one worker is gone from the others.
     let r = http
@@ -500,6 +501,40 @@ async fn three_workers_share_tasks_and_survive_a_sigkill() {
     for i in [0, 2] {
         let _ = workers[i].terminate(Duration::from_secs(60));
     }
+}
+
+async fn orphan_is_refused(http: &reqwest::Client, base: &str, dir: &Path) {
+    let r = http
+        .post(format!("{}/connectors", base))
+        .json(&json!({"name": "orphan", "config": {
+            "connector.class": "file-sink",
+            "topics": "never-created",
+            "file": dir.join("orphan.jsonl").display().to_string(),
+        }}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 500);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .matches("starting connector `orphan`")
+            .count(),
+        1,
+        "{body}"
+    );
+    assert!(
+        body["message"].as_str().unwrap().contains("never-created"),
+        "{body}"
+    );
+    let r = http
+        .delete(format!("{}/connectors/orphan", base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 204);
 }
 
 #[test]

@@ -7,14 +7,13 @@
 mod fixtures;
 
 mod config_errors;
-mod consumer_stability;
-mod crash;
+pub mod consumer_stability;
+pub mod crash;
 mod delivery;
-mod distributed;
+pub mod distributed;
 mod error_handling;
 mod hot_swap;
 mod jdbc;
-mod kafka_conformance;
 mod languages;
 mod native_plugins;
 mod observability;
@@ -22,6 +21,7 @@ mod openapi;
 mod persistence;
 mod postgres;
 mod quickstart;
+mod real_kafka;
 mod rest;
 mod sink_failures;
 mod stdlib;

@@ -667,12 +667,19 @@ impl EmbeddedBroker {
 }
 
 /// The log reader's context: reaching the end of a partition is how it
-/// knows it has read everything, not an error to log.
+/// knows it has read everything, not an error to log. (A real broker's
+/// end of partition reaches this callback as a global error, the mock's as
+/// a partition's.)
 pub struct LogReaderContext;
 
 impl ClientContext for LogReaderContext {
     fn error(&self, error: KafkaError, reason: &str) {
-        if !matches!(error, KafkaError::PartitionEOF(_)) {
+        let end_of_partition = matches!(
+            error,
+            KafkaError::PartitionEOF(_)
+                | KafkaError::Global(rdkafka::types::RDKafkaErrorCode::PartitionEOF)
+        );
+        if !end_of_partition {
             tracing::error!(error = %error, reason, "librdkafka error while reading an internal topic");
         }
     }

@@ -245,7 +245,13 @@ impl SourceTask for DatagenTask {
                     }
                     tokio::time::sleep_until(self.next_due).await;
                 }
-                self.next_due = self.next_due.max(now - interval) + interval;
+                // Records that fell due while the last batch was handed
+                // over (a transaction, a delivery wait) are owed, up to one
+                // batch: the rate holds, and a long stall is no burst.
+                let batch = u32::try_from(self.cfg.batch_size).unwrap_or(u32::MAX);
+                let debt_limit = interval.saturating_mul(batch);
+                let earliest = now.checked_sub(debt_limit).unwrap_or(now);
+                self.next_due = self.next_due.max(earliest) + interval;
             }
             let (key, value) = generate(&self.cfg, seq);
             self.next_index += 1;
@@ -351,5 +357,31 @@ mod tests {
         let batch = task.poll().await.unwrap().unwrap();
         assert_eq!(batch.len(), 7);
         assert_eq!(batch[0].key.as_deref(), Some(&b"4"[..]));
+    }
+
+    /// `rate` holds when handing a batch over costs more than one record's
+    /// interval (a Kafka transaction or delivery wait per poll): the records
+    /// that fell due meanwhile go out together, up to a batch.
+    #[tokio::test(start_paused = true)]
+    async fn the_rate_holds_when_each_poll_costs_more_than_a_records_interval() {
+        let cfg = config(&[("topic", "orders"), ("rate", "1000"), ("batch.size", "100")]);
+        let ctx = TaskContext {
+            connector: "d".into(),
+            task_id: 0,
+        };
+        let mut task = DatagenConnector
+            .create_task(&cfg, ctx, SourceOffsets::new())
+            .unwrap();
+        let start = tokio::time::Instant::now();
+        let mut records = 0;
+        while start.elapsed() < Duration::from_secs(2) {
+            records += task.poll().await.unwrap().unwrap().len();
+            // What the runtime spends on each batch.
+            tokio::time::advance(Duration::from_millis(8)).await;
+        }
+        assert!(
+            (1900..=2100).contains(&records),
+            "{records} records in 2 s at a rate of 1000/s"
+        );
     }
 }

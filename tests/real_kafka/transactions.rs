@@ -1,51 +1,21 @@
-//! What exactly-once needs from a real Kafka cluster, checked through
-//! Sluice's own transactional producer. librdkafka's mock cluster accepts
-//! the transactional API but enforces none of it, and no broker that
-//! enforces it can be installed on the CI machine, so these tests run only
-//! against a cluster named by `SLUICE_TEST_KAFKA_BOOTSTRAP` (client
-//! settings such as SASL may be added as `SLUICE_TEST_KAFKA_<KEY>`, e.g.
-//! `SLUICE_TEST_KAFKA_SECURITY_PROTOCOL`). Without one they are reported as
-//! ignored, and `scripts/test.sh` prints that they did not run:
-//!
-//! ```text
-//! SLUICE_TEST_KAFKA_BOOTSTRAP=broker:9092 cargo test --test integration kafka_conformance -- --ignored
-//! ```
+//! What exactly-once needs from Kafka, checked through Sluice's own
+//! transactional producer against a real broker (librdkafka's mock cluster
+//! accepts the transactional API but enforces none of it): aborted records
+//! hidden from read_committed, zombies fenced, a crash between produce and
+//! commit leaving nothing visible, transactional offsets becoming the
+//! group's, and a static member coming back without a rebalance.
 
 use std::time::Duration;
 
 use rdkafka::consumer::Consumer;
 use rdkafka::{Message, Offset, TopicPartitionList};
-use sluice_runtime::config::{WorkerConfig, string_map_from_json};
 use sluice_runtime::kafka::KafkaClients;
 use sluice_runtime::metrics::Metrics;
 use sluice_runtime::task::source::produce_each;
 use sluice_runtime::transaction::{TransactionalProducer, TxnFailure};
 use sluice_sdk::Record;
 
-fn clients() -> KafkaClients {
-    let bootstrap = std::env::var("SLUICE_TEST_KAFKA_BOOTSTRAP").unwrap_or_else(|_| {
-        panic!("SLUICE_TEST_KAFKA_BOOTSTRAP is not set: these checks need a real Kafka cluster")
-    });
-    let mut settings = serde_json::Map::new();
-    for (k, v) in std::env::vars() {
-        if let Some(key) = k.strip_prefix("SLUICE_TEST_KAFKA_")
-            && key != "BOOTSTRAP"
-        {
-            settings.insert(key.to_lowercase().replace('_', "."), v.into());
-        }
-    }
-    settings.insert("bootstrap.servers".into(), bootstrap.clone().into());
-    let worker = WorkerConfig::from_map(&string_map_from_json(&settings.into()).unwrap()).unwrap();
-    KafkaClients::new(&worker, bootstrap, None)
-}
-
-fn unique(what: &str) -> String {
-    format!(
-        "sluice-conformance-{what}-{}-{}",
-        std::process::id(),
-        chrono::Utc::now().timestamp_millis()
-    )
-}
+use super::{clients, unique};
 
 async fn topic(clients: &KafkaClients, what: &str) -> String {
     let name = unique(what);
@@ -114,7 +84,6 @@ async fn produce_in(txn: &TransactionalProducer, records: &[Record]) {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-#[ignore = "needs a real Kafka cluster: set SLUICE_TEST_KAFKA_BOOTSTRAP and run with --ignored"]
 async fn read_committed_consumers_never_see_aborted_records() {
     let clients = clients();
     let topic = topic(&clients, "aborted").await;
@@ -130,7 +99,6 @@ async fn read_committed_consumers_never_see_aborted_records() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-#[ignore = "needs a real Kafka cluster: set SLUICE_TEST_KAFKA_BOOTSTRAP and run with --ignored"]
 async fn a_zombie_with_the_same_transactional_id_is_fenced() {
     let clients = clients();
     let topic = topic(&clients, "zombie").await;
@@ -151,7 +119,6 @@ async fn a_zombie_with_the_same_transactional_id_is_fenced() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-#[ignore = "needs a real Kafka cluster: set SLUICE_TEST_KAFKA_BOOTSTRAP and run with --ignored"]
 async fn a_crash_between_produce_and_commit_leaves_no_visible_output() {
     let clients = clients();
     let topic = topic(&clients, "crash").await;
@@ -168,7 +135,6 @@ async fn a_crash_between_produce_and_commit_leaves_no_visible_output() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-#[ignore = "needs a real Kafka cluster: set SLUICE_TEST_KAFKA_BOOTSTRAP and run with --ignored"]
 async fn offsets_sent_in_a_committed_transaction_become_the_groups_offsets() {
     let clients = clients();
     let input = topic(&clients, "input").await;
@@ -218,7 +184,6 @@ async fn offsets_sent_in_a_committed_transaction_become_the_groups_offsets() {
 /// same `group.instance.id`, gets its partition back and the other member
 /// sees no rebalance. The mock broker has no static membership.
 #[tokio::test(flavor = "multi_thread")]
-#[ignore = "needs a real Kafka cluster: set SLUICE_TEST_KAFKA_BOOTSTRAP and run with --ignored"]
 async fn a_restarted_static_member_takes_its_partitions_back_without_a_rebalance() {
     let clients = clients();
     let topic = unique("static");

@@ -1,0 +1,171 @@
+//! The exactly-once JDBC sink (rows and offsets in one PostgreSQL
+//! transaction) on a real broker: killed with SIGKILL at random moments, and
+//! with KIP-848's consumer group protocol moving partitions between two
+//! workers while batches are held.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use super::{broker, create_topic, unique, write_connector, write_worker};
+use crate::fixtures::{self, PgInstance, SluiceProcess};
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_exactly_once_jdbc_sink_loses_and_duplicates_nothing_across_sigkills() {
+    let bootstrap = broker().bootstrap.clone();
+    let topic = unique("crash-orders");
+    create_topic(&bootstrap, &topic, 3).await;
+    crate::crash::sigkill_harness(
+        &bootstrap,
+        &topic,
+        &format!("{}-", unique("crash")),
+        json!({"listeners": format!("http://127.0.0.1:{}", fixtures::free_port())}),
+    )
+    .await;
+}
+
+/// Two workers run the same sink connector's tasks in one group on KIP-848's
+/// protocol (`group.protocol=consumer`: the broker assigns, revocations
+/// arrive while batches are in flight and are held until they commit), then
+/// one of them stops: every record lands exactly once.
+#[tokio::test(flavor = "multi_thread")]
+async fn kip848_revocations_while_batches_are_held_lose_and_duplicate_nothing() {
+    const PARTITIONS: i32 = 6;
+    const PER_PARTITION: u64 = 3000;
+    let Some(pg) = PgInstance::start() else {
+        return;
+    };
+    let bootstrap = broker().bootstrap.clone();
+    let input = unique("kip848");
+    create_topic(&bootstrap, &input, PARTITIONS).await;
+    let dir = tempfile::tempdir().unwrap();
+    let worker_a = write_worker(dir.path(), &bootstrap, "a", json!({}));
+    let worker_b = write_worker(dir.path(), &bootstrap, "b", json!({}));
+    let name = unique("kip848-sink");
+    let connector = write_connector(
+        dir.path(),
+        &name,
+        json!({
+            "connector.class": "jdbc-sink",
+            "tasks.max": "3",
+            "topics": input,
+            "connection.url": pg.url(),
+            "delivery.guarantee": "exactly-once",
+            "insert.mode": "insert",
+            "auto.create": "true",
+            "table.name.format": "kip848_rows",
+            "batch.max.records": "50",
+            "consumer.override.group.protocol": "consumer",
+            "errors.infrastructure.retry.timeout": "-1",
+        }),
+    );
+    let total = PARTITIONS as u64 * PER_PARTITION;
+    let rows = || {
+        let url = pg.url();
+        async move {
+            fixtures::db_rows(
+                &url,
+                "SELECT CAST(COUNT(*) AS TEXT), CAST(COUNT(DISTINCT (p, seq)) AS TEXT) \
+                 FROM kip848_rows",
+            )
+            .await
+            .first()
+            .map(|r| (r[0].parse::<u64>().unwrap(), r[1].parse::<u64>().unwrap()))
+            .unwrap_or((0, 0))
+        }
+    };
+    let table_exists = || {
+        let url = pg.url();
+        async move {
+            fixtures::db_rows(
+                &url,
+                "SELECT CAST(to_regclass('kip848_rows') IS NOT NULL AS TEXT)",
+            )
+            .await[0][0]
+                == "true"
+        }
+    };
+    let rows_now = || async {
+        if table_exists().await {
+            rows().await.0
+        } else {
+            0
+        }
+    };
+
+    // The input arrives in three waves: A alone, then A and B (partitions
+    // move to B while A holds batches), then B alone after A stops.
+    let wave = |n: u64| {
+        let bootstrap = bootstrap.clone();
+        let input = input.clone();
+        async move {
+            let producer: rdkafka::producer::FutureProducer = rdkafka::ClientConfig::new()
+                .set("bootstrap.servers", &bootstrap)
+                .set("linger.ms", "20")
+                .create()
+                .unwrap();
+            let mut sends = Vec::new();
+            for p in 0..PARTITIONS {
+                for seq in n * PER_PARTITION / 3..(n + 1) * PER_PARTITION / 3 {
+                    let value = json!({"p": p, "seq": seq}).to_string();
+                    let record = rdkafka::producer::FutureRecord::<str, str>::to(&input)
+                        .partition(p)
+                        .payload(&value);
+                    let delivery = producer.send_result(record).map_err(|(e, _)| e);
+                    sends.push(delivery.expect("queueing the input"));
+                }
+            }
+            for r in futures::future::join_all(sends).await {
+                let delivered = r.expect("a delivery report");
+                delivered.map_err(|(e, _)| e).expect("producing the input");
+            }
+        }
+    };
+    let mut a = SluiceProcess::start(dir.path(), &[&worker_a, &connector]);
+    wave(0).await;
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while rows_now().await == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "A wrote nothing:\n{}",
+            a.log_text()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mut b = SluiceProcess::start(dir.path(), &[&worker_b, &connector]);
+    wave(1).await;
+    // Partitions move from A's members to B's while A runs and holds batches.
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while !b.log_text().contains("rebalance: partitions assigned") {
+        assert!(
+            Instant::now() < deadline,
+            "B never got partitions while A ran:\n{}",
+            b.log_text()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    a.terminate(Duration::from_secs(60));
+    wave(2).await;
+    let deadline = Instant::now() + Duration::from_secs(180);
+    loop {
+        let (count, distinct) = rows().await;
+        if distinct >= total {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{distinct} of {total} records written ({count} rows):\n--- a ---\n{}\n--- b ---\n{}",
+            a.log_text(),
+            b.log_text()
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    b.terminate(Duration::from_secs(60));
+    assert_eq!(
+        rows().await,
+        (total, total),
+        "one row per record (rows, distinct (p, seq)) through KIP-848 revocations"
+    );
+}

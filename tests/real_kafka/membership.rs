@@ -1,0 +1,221 @@
+//! Static membership on a broker that implements it: a worker restarted
+//! within `session.timeout.ms` takes its partitions back with the group's
+//! generation unchanged (the broker's group coordinator logs every
+//! generation it stabilizes), and a rolling restart of a three-worker
+//! cluster moves no task.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::{
+    Cluster, broker, create_topic, get_json, high_watermarks, produce_numbered, unique,
+    write_connector, write_worker,
+};
+use crate::fixtures::{self, SluiceProcess, eventually};
+
+/// The generations the broker's coordinator stabilized for `group`, and how
+/// many rebalances it began for it, from its log.
+fn group_history(cluster: &Cluster, group: &str) -> (Vec<u64>, usize) {
+    let log = cluster.server_log(1);
+    let needle = format!("group {group} ");
+    let mut generations = Vec::new();
+    let mut rebalances = 0;
+    for line in log.lines().filter(|l| l.contains(&needle)) {
+        if line.contains("Preparing to rebalance") {
+            rebalances += 1;
+        }
+        if let Some(rest) = line.split("Stabilized group ").nth(1)
+            && let Some(generation) = rest
+                .split_whitespace()
+                .skip_while(|w| *w != "generation")
+                .nth(1)
+        {
+            generations.push(generation.trim_end_matches(['.', ',']).parse().unwrap());
+        }
+    }
+    (generations, rebalances)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_restarted_worker_takes_its_partitions_back_without_a_rebalance() {
+    let cluster = broker();
+    let bootstrap = cluster.bootstrap.clone();
+    let (input, output) = (unique("static-in"), unique("static-out"));
+    create_topic(&bootstrap, &input, 4).await;
+    create_topic(&bootstrap, &output, 4).await;
+    produce_numbered(&bootstrap, &input, 4, 100).await;
+    let dir = tempfile::tempdir().unwrap();
+    let worker = write_worker(dir.path(), &bootstrap, "worker", json!({}));
+    let name = unique("static");
+    let connector = write_connector(
+        dir.path(),
+        &name,
+        json!({
+            "connector.class": "stream",
+            "tasks.max": "2",
+            "topics": input,
+            "output.topic": output,
+        }),
+    );
+    let group = format!("connect-{name}");
+    let wait_for_output = |at_least: i64| {
+        let bootstrap = bootstrap.clone();
+        let output = output.clone();
+        async move {
+            let deadline = Instant::now() + Duration::from_secs(90);
+            while high_watermarks(&bootstrap, &output) < at_least {
+                assert!(
+                    Instant::now() < deadline,
+                    "the stream copied {at_least} records"
+                );
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    };
+    let mut sluice = SluiceProcess::start(dir.path(), &[&worker, &connector]);
+    wait_for_output(400).await;
+    let (generations, rebalances) = group_history(cluster, &group);
+    let generation = *generations.last().unwrap_or_else(|| {
+        panic!(
+            "the broker logged no stable generation of {group}:\n{}",
+            sluice.log_text()
+        )
+    });
+
+    // A rolling restart of this worker: stopped, started again at once.
+    sluice.terminate(Duration::from_secs(30));
+    let mut sluice = SluiceProcess::start(dir.path(), &[&worker, &connector]);
+    produce_numbered(&bootstrap, &input, 4, 100).await;
+    wait_for_output(800).await;
+    let (after, rebalances_after) = group_history(cluster, &group);
+    sluice.terminate(Duration::from_secs(30));
+    assert_eq!(
+        (after.last().copied(), rebalances_after),
+        (Some(generation), rebalances),
+        "the restarted worker's two static members rejoined {group} without a rebalance \
+         (generations stabilized before: {generations:?}, after: {after:?})"
+    );
+}
+
+/// The worker of each task of `connector`, once all of them run.
+async fn placement(base: &str, connector: &str) -> Option<Vec<String>> {
+    let status = get_json(base, &format!("/connectors/{connector}/status")).await?;
+    let tasks = status["tasks"].as_array()?;
+    if tasks.is_empty() || tasks.iter().any(|t| t["state"] != "RUNNING") {
+        return None;
+    }
+    Some(
+        tasks
+            .iter()
+            .map(|t| t["worker_id"].as_str().unwrap_or_default().to_string())
+            .collect(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rolling_restart_of_three_distributed_workers_moves_no_task() {
+    let bootstrap = broker().bootstrap.clone();
+    let input = unique("rolling-in");
+    create_topic(&bootstrap, &input, 6).await;
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = unique("rolling");
+    let workers: Vec<(std::path::PathBuf, String)> = (0..3)
+        .map(|i| {
+            let port = fixtures::free_port();
+            let file = dir.path().join(format!("worker{i}.json"));
+            std::fs::write(
+                &file,
+                json!({
+                    "bootstrap.servers": bootstrap,
+                    "group.id": cluster,
+                    "listeners": format!("http://127.0.0.1:{port}"),
+                    "worker.id": format!("w{i}"),
+                    "config.storage.topic": format!("{cluster}-configs"),
+                    "status.storage.topic": format!("{cluster}-status"),
+                    "offset.storage.topic": format!("{cluster}-offsets"),
+                    "task.slots.topic": format!("{cluster}-slots"),
+                    "wasm.cache.dir": fixtures::wasm_cache_dir().display().to_string(),
+                })
+                .to_string(),
+            )
+            .unwrap();
+            (file, format!("http://127.0.0.1:{port}"))
+        })
+        .collect();
+    let mut processes: Vec<SluiceProcess> = workers
+        .iter()
+        .map(|(file, _)| SluiceProcess::start_distributed(dir.path(), file))
+        .collect();
+    let logs = |processes: &[SluiceProcess]| {
+        processes
+            .iter()
+            .enumerate()
+            .map(|(i, w)| format!("--- w{i} ---\n{}", w.log_text()))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    for (_, base) in &workers {
+        eventually(
+            Duration::from_secs(90),
+            "every worker's REST API",
+            || async { get_json(base, "/health").await },
+        )
+        .await;
+    }
+    let name = unique("rolling-stream");
+    let r = reqwest::Client::new()
+        .post(format!("{}/connectors", workers[0].1))
+        .json(&json!({"name": name, "config": {
+            "connector.class": "stream",
+            "tasks.max": "6",
+            "topics": input,
+            "output.topic": format!("{input}-out"),
+        }}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+    let settled = |base: String| {
+        let name = name.clone();
+        async move {
+            eventually(
+                Duration::from_secs(120),
+                "all six tasks running",
+                || async {
+                    let tasks = placement(&base, &name).await?;
+                    // Spread over the three workers.
+                    let workers: std::collections::BTreeSet<&String> = tasks.iter().collect();
+                    (tasks.len() == 6 && workers.len() == 3).then(|| tasks.clone())
+                },
+            )
+            .await
+        }
+    };
+    let before = settled(workers[0].1.clone()).await;
+
+    for i in 0..3 {
+        processes[i].terminate(Duration::from_secs(60));
+        processes[i] = SluiceProcess::start_distributed(dir.path(), &workers[i].0);
+        eventually(
+            Duration::from_secs(90),
+            "the restarted worker's API",
+            || async { get_json(&workers[i].1, "/health").await },
+        )
+        .await;
+        let now = settled(workers[(i + 1) % 3].1.clone()).await;
+        assert_eq!(
+            now,
+            before,
+            "restarting w{i} moved tasks (task i runs on element i)\n{}",
+            logs(&processes)
+        );
+    }
+    let status: Value = get_json(&workers[0].1, &format!("/connectors/{name}/status"))
+        .await
+        .unwrap();
+    for p in &mut processes {
+        p.terminate(Duration::from_secs(60));
+    }
+    assert_eq!(status["connector"]["state"], "RUNNING", "{status}");
+}

@@ -4,12 +4,15 @@
 #   bench/run.sh jdbc       Kafka -> PostgreSQL upsert vs COPY and a Python loop
 #   bench/run.sh transform  the WASM transform boundary
 #   bench/run.sh languages  the reference transform in every language
-#   bench/run.sh guarantees each delivery guarantee by batch size
+#   bench/run.sh guarantees each delivery guarantee by batch size, on the
+#                           embedded broker and on Apache Kafka
 #   bench/run.sh pipelines  whole pipelines against Python: throughput, CPU,
-#                           memory, latency, scaling (runtime/benches/pipelines.rs
-#                           lists its SLUICE_BENCH_* size and rate settings)
+#                           memory, latency, scaling, and on Apache Kafka
+#                           (runtime/benches/pipelines.rs lists its
+#                           SLUICE_BENCH_* size and rate settings)
 # Installs what it needs first (scripts/setup.sh, a Python venv with the
-# baselines' packages in $SLUICE_BENCH_VENV) and starts PostgreSQL.
+# baselines' packages in $SLUICE_BENCH_VENV) and starts PostgreSQL and, for
+# the guarantees and pipelines, one Apache Kafka broker (scripts/kafka.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 which="${1:-all}"
@@ -26,9 +29,14 @@ if [[ "$which" == all || "$which" == jdbc ]]; then
   export SLUICE_BENCH_POSTGRES_URL="$SLUICE_TEST_POSTGRES_URL"
   cargo bench --locked -p sluice-runtime --bench jdbc_sink
 fi
+start_kafka() {
+  eval "$(scripts/kafka.sh start)"
+  export SLUICE_BENCH_KAFKA_BOOTSTRAP="$SLUICE_TEST_KAFKA_BOOTSTRAP"
+}
 if [[ "$which" == all || "$which" == guarantees ]]; then
   eval "$(scripts/postgres.sh start)"
   export SLUICE_BENCH_POSTGRES_URL="$SLUICE_TEST_POSTGRES_URL"
+  start_kafka
   cargo bench --locked -p sluice-runtime --bench guarantees
 fi
 if [[ "$which" == all || "$which" == transform ]]; then
@@ -41,5 +49,6 @@ fi
 if [[ "$which" == all || "$which" == pipelines ]]; then
   eval "$(scripts/postgres.sh start)"
   export SLUICE_BENCH_POSTGRES_URL="$SLUICE_TEST_POSTGRES_URL"
+  start_kafka
   cargo bench --locked -p sluice-runtime --bench pipelines
 fi

@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-SLUICE_SETUP_POSTGRES=0 SLUICE_SETUP_MONITORING=0 scripts/setup.sh
+SLUICE_SETUP_POSTGRES=0 SLUICE_SETUP_MONITORING=0 SLUICE_SETUP_KAFKA=0 scripts/setup.sh
 echo "==> building sluice and the example transform" >&2
 cargo build --locked --bin sluice
 examples/transforms/rust/build.sh --locked >/dev/null

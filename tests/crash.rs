@@ -1,7 +1,8 @@
 //! Crash harness: the `sluice` process is killed with SIGKILL at random
 //! moments while it sinks a topic into PostgreSQL, restarted each time,
 //! and the database is restarted once under load. The broker lives in this
-//! process and survives. End state:
+//! process and survives (the real-Kafka suite runs the same harness on
+//! Apache Kafka: `real_kafka::jdbc_sink`). End state:
 //!
 //! - exactly-once, `insert.mode=insert` with no key (a duplicate would be a
 //!   second row): exactly one row per input record;

@@ -97,8 +97,17 @@ fn write_worker(dir: &Path, setting: &Setting, i: usize, port: u16) -> std::path
     });
     // Source offsets too get a topic of the cluster's own on a real broker
     // (the mock's default topic lives and dies with the test's broker).
+    // Its internal topics take the broker's default replication (Kafka
+    // Connect's default of 3 is more than a one-broker cluster has).
     if setting.embedded.is_none() {
         config["offset.storage.topic"] = json!(format!("{prefix}-offsets"));
+        for key in [
+            "config.storage.replication.factor",
+            "status.storage.replication.factor",
+            "task.slots.replication.factor",
+        ] {
+            config[key] = json!("-1");
+        }
     }
     std::fs::write(&file, config.to_string()).unwrap();
     file

@@ -2,7 +2,9 @@
 //!
 //! They run against real parts: librdkafka's mock cluster speaking the Kafka
 //! protocol on loopback (hosted in this process, or by a `sluice` child
-//! process), SQLite files, and WASM components built from source here.
+//! process), Apache Kafka itself for what the mock does not enforce
+//! (`real_kafka`: transactions, fencing, static membership), PostgreSQL,
+//! SQLite files, and WASM components built from source here.
 
 mod fixtures;
 

@@ -10,15 +10,18 @@
 //! - sink: Kafka -> PostgreSQL upsert (`batch.max.records`; exactly-once
 //!   writes the offsets in each batch's database transaction).
 //!
-//!     bench/run.sh guarantees     (starts PostgreSQL)
+//!     bench/run.sh guarantees     (starts PostgreSQL and Apache Kafka)
 //!
-//! The embedded broker accepts the transactional API but keeps no
-//! transaction markers, so a real cluster's exactly-once costs a little
-//! more (its markers are written and fsynced) than measured here.
+//! Every run is made on the embedded broker and, when `bench/run.sh`
+//! started one, on a real Apache Kafka broker (`scripts/kafka.sh`): the
+//! embedded broker accepts the transactional API but writes no transaction
+//! markers, a real one writes (and replicates) a commit marker in every
+//! partition a transaction touched, which is what exactly-once costs there.
 //!
 //! Environment: SLUICE_BENCH_POSTGRES_URL (required),
-//! SLUICE_BENCH_GUARANTEE_RECORDS (default 100000; a run with batches of B
-//! records processes at most 1000 B of them).
+//! SLUICE_BENCH_KAFKA_BOOTSTRAP (the real broker; without it its rows say
+//! "not run"), SLUICE_BENCH_GUARANTEE_RECORDS (default 100000; a run with
+//! batches of B records processes at most 1000 B of them).
 
 use std::time::{Duration, Instant};
 
@@ -27,7 +30,7 @@ use sluice_runtime::kafka::EmbeddedBroker;
 use sluice_runtime::worker::Worker;
 
 mod common;
-use common::{pg_exec, produce_orders};
+use common::{BenchBroker, pg_exec, produce_orders};
 
 /// Spread over partitions: the embedded broker keeps about 5 MiB each.
 const PARTITIONS: i32 = 32;
@@ -81,6 +84,85 @@ async fn run(worker: &Worker, config: serde_json::Value, stage: &str, n: usize) 
     rate
 }
 
+const KINDS: [&str; 3] = [
+    "source: datagen -> Kafka",
+    "stream: Kafka -> Kafka",
+    "sink: Kafka -> PostgreSQL upsert",
+];
+
+/// records/s of every run on one broker: `[kind][batch][guarantee]`.
+type Rates = Vec<Vec<[f64; 3]>>;
+
+/// Every kind, batch size and guarantee on `broker`. Names carry `run` so
+/// that a real broker's topics and groups from earlier runs are not reused.
+async fn measure(broker: &BenchBroker, url: &str, n: usize, run_id: &str) -> Rates {
+    let bootstrap = broker.bootstrap().to_string();
+    let input = format!("bench-input-{run_id}");
+    broker.create_topic(&input, PARTITIONS).await;
+    eprintln!("{}: producing {n} input records...", broker.label());
+    produce_orders(&bootstrap, &input, PARTITIONS, n).await;
+    let worker = common::worker_on(broker, PARTITIONS);
+    pg_exec(
+        url,
+        &sluice_connector_jdbc::Dialect::Postgres.create_offsets_table("sluice_offsets"),
+    )
+    .await;
+    // Offsets a previous run stored would point past this run's input.
+    pg_exec(url, "DELETE FROM sluice_offsets").await;
+
+    let mut rates = vec![vec![[0.0f64; 3]; BATCHES.len()]; 3];
+    for (b, batch) in BATCHES.iter().enumerate() {
+        for (g, guarantee) in GUARANTEES.iter().enumerate() {
+            let tag = format!("{}-{batch}-{run_id}", ["amo", "alo", "eos"][g]);
+            // Small batches are slow: fewer records keep the run short.
+            let n = n.min(batch * 1000);
+            eprintln!("{}: {guarantee}, batches of {batch}...", broker.label());
+            rates[0][b][g] = run(
+                &worker,
+                serde_json::json!({"name": format!("src-{tag}"), "config": {
+                    "connector.class": "datagen", "topic": format!("out-src-{tag}"),
+                    "count": n.to_string(), "rate": "0", "batch.size": batch.to_string(),
+                    "delivery.guarantee": guarantee,
+                }}),
+                "produce",
+                n,
+            )
+            .await;
+            rates[1][b][g] = run(
+                &worker,
+                serde_json::json!({"name": format!("stream-{tag}"), "config": {
+                    "connector.class": "stream", "topics": input,
+                    "output.topic": format!("out-stream-{tag}"),
+                    "batch.max.records": batch.to_string(), "batch.max.ms": "50",
+                    "delivery.guarantee": guarantee,
+                }}),
+                "produce",
+                n,
+            )
+            .await;
+            let table = format!("bench_{}", tag.replace('-', "_"));
+            pg_exec(url, &format!("DROP TABLE IF EXISTS {table}")).await;
+            rates[2][b][g] = run(
+                &worker,
+                serde_json::json!({"name": format!("sink-{tag}"), "config": {
+                    "connector.class": "jdbc-sink", "topics": input,
+                    "connection.url": url, "insert.mode": "upsert",
+                    "pk.mode": "record_value", "pk.fields": "order_id",
+                    "auto.create": "true", "table.name.format": table,
+                    "batch.max.records": batch.to_string(), "batch.max.ms": "50",
+                    "delivery.guarantee": guarantee,
+                }}),
+                "put",
+                n,
+            )
+            .await;
+            pg_exec(url, &format!("DROP TABLE IF EXISTS {table}")).await;
+        }
+    }
+    worker.shutdown().await;
+    rates
+}
+
 fn main() {
     let url = std::env::var("SLUICE_BENCH_POSTGRES_URL")
         .expect("SLUICE_BENCH_POSTGRES_URL: run through bench/run.sh, which starts PostgreSQL");
@@ -93,87 +175,45 @@ fn main() {
         .build()
         .unwrap();
     rt.block_on(async {
-        let broker = EmbeddedBroker::start().unwrap();
-        let bootstrap = broker.bootstrap_servers().to_string();
-        broker.create_topic("bench-input", PARTITIONS).await.unwrap();
-        eprintln!("producing {n} input records...");
-        produce_orders(&bootstrap, "bench-input", PARTITIONS, n).await;
-        let worker = common::worker(&broker, PARTITIONS);
-        pg_exec(
-            &url,
-            &sluice_connector_jdbc::Dialect::Postgres.create_offsets_table("sluice_offsets"),
-        )
-        .await;
-        // Offsets a previous run stored would point past this run's input.
-        pg_exec(&url, "DELETE FROM sluice_offsets").await;
-
-        // rates[kind][batch][guarantee]
-        let mut rates = vec![vec![[0.0f64; 3]; BATCHES.len()]; 3];
-        for (b, batch) in BATCHES.iter().enumerate() {
-            for (g, guarantee) in GUARANTEES.iter().enumerate() {
-                let tag = format!("{}-{batch}", ["amo", "alo", "eos"][g]);
-                // Small batches are slow: fewer records keep the run short.
-                let n = n.min(batch * 1000);
-                eprintln!("{guarantee}, batches of {batch}...");
-                rates[0][b][g] = run(
-                    &worker,
-                    serde_json::json!({"name": format!("src-{tag}"), "config": {
-                        "connector.class": "datagen", "topic": format!("out-src-{tag}"),
-                        "count": n.to_string(), "rate": "0", "batch.size": batch.to_string(),
-                        "delivery.guarantee": guarantee,
-                    }}),
-                    "produce",
-                    n,
-                )
-                .await;
-                rates[1][b][g] = run(
-                    &worker,
-                    serde_json::json!({"name": format!("stream-{tag}"), "config": {
-                        "connector.class": "stream", "topics": "bench-input",
-                        "output.topic": format!("out-stream-{tag}"),
-                        "batch.max.records": batch.to_string(), "batch.max.ms": "50",
-                        "delivery.guarantee": guarantee,
-                    }}),
-                    "produce",
-                    n,
-                )
-                .await;
-                let table = format!("bench_{}", tag.replace('-', "_"));
-                pg_exec(&url, &format!("DROP TABLE IF EXISTS {table}")).await;
-                rates[2][b][g] = run(
-                    &worker,
-                    serde_json::json!({"name": format!("sink-{tag}"), "config": {
-                        "connector.class": "jdbc-sink", "topics": "bench-input",
-                        "connection.url": url, "insert.mode": "upsert",
-                        "pk.mode": "record_value", "pk.fields": "order_id",
-                        "auto.create": "true", "table.name.format": table,
-                        "batch.max.records": batch.to_string(), "batch.max.ms": "50",
-                        "delivery.guarantee": guarantee,
-                    }}),
-                    "put",
-                    n,
-                )
-                .await;
-            }
+        let run_id = std::process::id().to_string();
+        let embedded = BenchBroker::Embedded(EmbeddedBroker::start().unwrap());
+        let mut results = vec![(embedded.label(), measure(&embedded, &url, n, &run_id).await)];
+        let real = BenchBroker::real_from_env();
+        if let Some(real) = &real {
+            results.push((real.label(), measure(real, &url, n, &run_id).await));
         }
 
-        println!("\nJSON order records (at most {n}, and 1000 batches, per run), one task, embedded broker ({PARTITIONS} partitions), PostgreSQL; records/s and the ratio to at-least-once at the same batch size\n");
+        println!("\nJSON order records (at most {n}, and 1000 batches, per run), one task, {PARTITIONS} partitions, PostgreSQL; records/s and the ratio to at-least-once at the same batch size on the same broker\n");
+        println!("| broker | task | batch | at-most-once | at-least-once | exactly-once |");
+        println!("|---|---|---:|---:|---:|---:|");
+        for (label, rates) in &results {
+            for (k, kind) in KINDS.iter().enumerate() {
+                for (b, batch) in BATCHES.iter().enumerate() {
+                    let [amo, alo, eos] = rates[k][b];
+                    println!(
+                        "| {label} | {kind} | {batch} | {amo:.0} ({:.2}) | {alo:.0} (1.00) | {eos:.0} ({:.2}) |",
+                        amo / alo,
+                        eos / alo
+                    );
+                }
+            }
+        }
+        if real.is_none() {
+            println!("| Apache Kafka | NOT RUN: set SLUICE_BENCH_KAFKA_BOOTSTRAP (bench/run.sh starts a broker) | | | | |");
+            return;
+        }
+        let (mock, kafka) = (&results[0].1, &results[1].1);
+        println!("\nThe real broker against the embedded one, same run: records/s on Apache Kafka as a ratio to the embedded broker's, by guarantee\n");
         println!("| task | batch | at-most-once | at-least-once | exactly-once |");
         println!("|---|---:|---:|---:|---:|");
-        for (k, kind) in [
-            "source: datagen -> Kafka",
-            "stream: Kafka -> Kafka",
-            "sink: Kafka -> PostgreSQL upsert",
-        ]
-        .iter()
-        .enumerate()
-        {
+        for (k, kind) in KINDS.iter().enumerate() {
             for (b, batch) in BATCHES.iter().enumerate() {
-                let [amo, alo, eos] = rates[k][b];
+                let ratio = |g: usize| kafka[k][b][g] / mock[k][b][g];
                 println!(
-                    "| {kind} | {batch} | {amo:.0} ({:.2}) | {alo:.0} (1.00) | {eos:.0} ({:.2}) |",
-                    amo / alo,
-                    eos / alo
+                    "| {kind} | {batch} | {:.2} | {:.2} | {:.2} |",
+                    ratio(0),
+                    ratio(1),
+                    ratio(2)
                 );
             }
         }

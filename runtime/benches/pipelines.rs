@@ -12,11 +12,14 @@
 //! 3. end-to-end latency at a fixed input rate for both, against the broker
 //!    alone (a consumer reading the input topic);
 //! 4. the worker's memory idle, and under load with many connectors;
-//! 5. scaling: tasks, and records per run.
+//! 5. pipelines 1 and 2 again on a real Apache Kafka broker beside the same
+//!    runs on the embedded one (part `kafka`);
+//! 6. scaling: tasks, and records per run.
 //!
-//!     bench/run.sh pipelines       (starts PostgreSQL and the Python venv)
+//!     bench/run.sh pipelines       (starts PostgreSQL, Apache Kafka and the Python venv)
 //!
-//! The bench hosts the embedded broker (librdkafka's mock cluster); Sluice
+//! The bench hosts the embedded broker (librdkafka's mock cluster), and
+//! part `kafka` uses the broker `SLUICE_BENCH_KAFKA_BOOTSTRAP` names; Sluice
 //! runs as a child process (`sluice standalone`, REST API on a free port),
 //! so its CPU time and peak memory are read from `/proc` apart from the
 //! broker's and the database's. Throughput and CPU are counted from the
@@ -28,7 +31,9 @@
 //! - SLUICE_BENCH_PYTHON: a python with the baselines' packages (without
 //!   it the Python rows say "not run");
 //! - SLUICE_BENCH_PIPELINES: which parts, comma-separated
-//!   [pipeline1,pipeline2,latency,memory,scaling];
+//!   [pipeline1,pipeline2,latency,memory,kafka,scaling];
+//! - SLUICE_BENCH_KAFKA_BOOTSTRAP: the real broker of part `kafka`
+//!   (`bench/run.sh` starts one; without it the part says "not run");
 //! - SLUICE_BENCH_PIPELINE_RECORDS [1000000], SLUICE_BENCH_PY_RECORDS [20000];
 //! - SLUICE_BENCH_SINK_BATCH [5000], SLUICE_BENCH_STREAM_BATCH [1000]
 //!   (`batch.max.records` in parts 1, 2 and 5; the Python stream commits a
@@ -57,7 +62,8 @@ mod guest_build;
 mod common;
 use common::process::{ProcStats, SluiceProcess, mib, run_python_baseline};
 use common::{
-    await_delivery, order_json, order_producer, pg_exec, produce_orders, send_order, table_rows,
+    BenchBroker, await_delivery, order_json, order_producer, pg_exec, produce_orders, send_order,
+    table_rows,
 };
 
 fn env_usize(name: &str, default: usize) -> usize {
@@ -201,7 +207,7 @@ struct Latency {
 }
 
 struct Bench {
-    broker: EmbeddedBroker,
+    broker: BenchBroker,
     bootstrap: String,
     postgres: Option<String>,
     wasm_module: PathBuf,
@@ -218,6 +224,27 @@ struct Bench {
 }
 
 impl Bench {
+    fn new(broker: BenchBroker, wasm_module: PathBuf, stream_batch: usize) -> Self {
+        let bootstrap = broker.bootstrap().to_string();
+        let offsets_reader = ClientConfig::new()
+            .set("bootstrap.servers", &bootstrap)
+            .set("isolation.level", "read_committed")
+            .create()
+            .expect("a consumer");
+        Bench {
+            broker,
+            bootstrap,
+            postgres: std::env::var("SLUICE_BENCH_POSTGRES_URL").ok(),
+            wasm_module,
+            wasm_cache: std::env::temp_dir().join("sluice-bench-wasm-cache"),
+            offsets_reader,
+            orders: HashMap::new(),
+            stream_runs: HashMap::new(),
+            next_id: 0,
+            stream_batch,
+        }
+    }
+
     /// A fresh name: connector names are consumer group ids, and a group
     /// reused across runs would start where the last run stopped.
     fn unique(&mut self, prefix: &str) -> String {
@@ -227,10 +254,7 @@ impl Bench {
 
     async fn create_topic(&mut self, prefix: &str, partitions: i32) -> Topic {
         let name = self.unique(prefix);
-        self.broker
-            .create_topic(&name, partitions)
-            .await
-            .unwrap_or_else(|e| panic!("creating topic {name}: {e:#}"));
+        self.broker.create_topic(&name, partitions).await;
         Topic { name, partitions }
     }
 
@@ -268,12 +292,16 @@ impl Bench {
     /// so a second task joining could stall a run for a minute. Its
     /// consumers get the embedded defaults instead (no
     /// `group.instance.id`) and a 6 s session timeout.
+    /// On a real broker the worker keeps its defaults.
     async fn worker_with(&self, keys: serde_json::Value) -> SluiceProcess {
-        let mut all = serde_json::json!({
-            "consumer.group.instance.id": "",
-            "consumer.session.timeout.ms": "6000",
-            "consumer.heartbeat.interval.ms": "1000",
-        });
+        let mut all = match self.broker {
+            BenchBroker::Embedded(_) => serde_json::json!({
+                "consumer.group.instance.id": "",
+                "consumer.session.timeout.ms": "6000",
+                "consumer.heartbeat.interval.ms": "1000",
+            }),
+            BenchBroker::Real(_) => serde_json::json!({}),
+        };
         for (k, v) in keys.as_object().into_iter().flatten() {
             all[k] = v.clone();
         }
@@ -1157,11 +1185,97 @@ async fn scaling(bench: &mut Bench, n: usize, tasks: &[usize], sizes: &[usize]) 
     }
 }
 
+/// Pipelines 1 and 2 on the embedded broker and on a real Apache Kafka, one
+/// after the other in this run: what a broker that writes (and replicates)
+/// its records and transaction markers costs.
+async fn on_real_kafka(embedded: &mut Bench, kafka: &mut Bench, n: usize, sink_batch: usize) {
+    let url = embedded
+        .postgres
+        .clone()
+        .expect("SLUICE_BENCH_POSTGRES_URL: run through bench/run.sh, which starts PostgreSQL");
+    pg_exec(
+        &url,
+        &sluice_connector_jdbc::Dialect::Postgres.create_offsets_table("sluice_offsets"),
+    )
+    .await;
+    let mut rows: Vec<(String, Vec<Measured>)> = Vec::new();
+    for (label, guarantee) in [
+        (
+            "pipeline 1: jdbc-sink, at-least-once",
+            Some("at-least-once"),
+        ),
+        ("pipeline 1: jdbc-sink, exactly-once", Some("exactly-once")),
+        ("pipeline 2: stream, exactly-once, WASM transform", None),
+    ] {
+        let mut measured = Vec::new();
+        for bench in [&mut *embedded, &mut *kafka] {
+            let input = bench.orders(n, partitions_for(n)).await;
+            eprintln!("{label}, {}, {n} records...", bench.broker.label());
+            let m = match guarantee {
+                Some(guarantee) => {
+                    let table = bench.unique("on_kafka").replace('-', "_");
+                    pg_exec(
+                        &url,
+                        &format!("DROP TABLE IF EXISTS {table}; DELETE FROM sluice_offsets"),
+                    )
+                    .await;
+                    let config =
+                        bench.sink_config(&url, &input, &table, guarantee, Some(sink_batch));
+                    let to = Delivered::Table {
+                        url: &url,
+                        table: &table,
+                    };
+                    let m = bench.run_sluice(vec![config], n, to).await;
+                    pg_exec(&url, &format!("DROP TABLE IF EXISTS {table}")).await;
+                    m
+                }
+                None => {
+                    let output = bench.create_topic("stream-out", input.partitions).await;
+                    let batch = Some(bench.stream_batch);
+                    let config = bench.stream_config(&input, &output, 1, true, batch);
+                    bench
+                        .run_sluice(vec![config], n, Delivered::Topics(&[output]))
+                        .await
+                }
+            };
+            measured.push(m);
+        }
+        rows.push((label.to_string(), measured));
+    }
+    println!("\n### On Apache Kafka\n");
+    println!(
+        "{n} JSON order records, {} partitions, one task, the same runs on the embedded broker and on Apache Kafka (one KRaft broker from scripts/kafka.sh, on this machine); sink `batch.max.records` {sink_batch}, a stream transaction per {} records\n",
+        partitions_for(n),
+        embedded.stream_batch
+    );
+    println!(
+        "| pipeline | embedded records/s | Kafka records/s | Kafka / embedded | embedded CPU s per 1M | Kafka CPU s per 1M |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|");
+    for (label, m) in &rows {
+        println!(
+            "| {label} | {:.0} | {:.0} | {:.2} | {:.1} | {:.1} |",
+            m[0].records_per_second(),
+            m[1].records_per_second(),
+            m[1].records_per_second() / m[0].records_per_second(),
+            m[0].cpu_per_million(),
+            m[1].cpu_per_million()
+        );
+    }
+}
+
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return; // `cargo test --benches` asks for a listing
     }
-    const PARTS: [&str; 5] = ["pipeline1", "pipeline2", "latency", "memory", "scaling"];
+    const PARTS: [&str; 6] = [
+        "pipeline1",
+        "pipeline2",
+        "latency",
+        "memory",
+        "kafka",
+        "scaling",
+    ];
     let parts = env_list("SLUICE_BENCH_PIPELINES", &PARTS.join(","));
     if let Some(unknown) = parts.iter().find(|p| !PARTS.contains(&p.as_str())) {
         panic!("SLUICE_BENCH_PIPELINES: unknown part `{unknown}`; the parts are {PARTS:?}");
@@ -1181,25 +1295,10 @@ fn main() {
         .build()
         .expect("a tokio runtime");
     rt.block_on(async {
-        let broker = EmbeddedBroker::start().expect("the embedded broker starts");
-        let bootstrap = broker.bootstrap_servers().to_string();
-        let offsets_reader = ClientConfig::new()
-            .set("bootstrap.servers", &bootstrap)
-            .set("isolation.level", "read_committed")
-            .create()
-            .expect("a consumer");
-        let mut bench = Bench {
-            broker,
-            bootstrap,
-            postgres: std::env::var("SLUICE_BENCH_POSTGRES_URL").ok(),
-            wasm_module,
-            wasm_cache: std::env::temp_dir().join("sluice-bench-wasm-cache"),
-            offsets_reader,
-            orders: HashMap::new(),
-            stream_runs: HashMap::new(),
-            next_id: 0,
-            stream_batch: env_usize("SLUICE_BENCH_STREAM_BATCH", 1000),
-        };
+        let embedded =
+            BenchBroker::Embedded(EmbeddedBroker::start().expect("the embedded broker starts"));
+        let stream_batch = env_usize("SLUICE_BENCH_STREAM_BATCH", 1000);
+        let mut bench = Bench::new(embedded, wasm_module.clone(), stream_batch);
         let wants = |part: &str| parts.iter().any(|p| p == part);
         let mut python_rates = vec![];
         if wants("pipeline1") {
@@ -1222,6 +1321,18 @@ fn main() {
                 env_usize("SLUICE_BENCH_LOAD_RECORDS", 100_000),
             )
             .await;
+        }
+        if wants("kafka") {
+            match BenchBroker::real_from_env() {
+                Some(real) => {
+                    let mut on_kafka = Bench::new(real, wasm_module.clone(), stream_batch);
+                    on_kafka.next_id = 1_000_000 + std::process::id() as usize * 1000;
+                    on_real_kafka(&mut bench, &mut on_kafka, n, sink_batch).await;
+                }
+                None => println!(
+                    "\n### On Apache Kafka\n\nNOT RUN: set SLUICE_BENCH_KAFKA_BOOTSTRAP (bench/run.sh starts a broker with scripts/kafka.sh)"
+                ),
+            }
         }
         if wants("scaling") {
             scaling(

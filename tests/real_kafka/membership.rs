@@ -135,6 +135,9 @@ async fn a_rolling_restart_of_three_distributed_workers_moves_no_task() {
                     "status.storage.topic": format!("{cluster}-status"),
                     "offset.storage.topic": format!("{cluster}-offsets"),
                     "task.slots.topic": format!("{cluster}-slots"),
+                    "config.storage.replication.factor": "-1",
+                    "status.storage.replication.factor": "-1",
+                    "task.slots.replication.factor": "-1",
                     "wasm.cache.dir": fixtures::wasm_cache_dir().display().to_string(),
                 })
                 .to_string(),

@@ -52,6 +52,80 @@ pub fn median(mut v: Vec<f64>) -> f64 {
 /// A worker with the default config against the embedded `broker`, its
 /// topics created with `default_partitions`.
 pub fn worker(broker: &EmbeddedBroker, default_partitions: i32) -> Worker {
+    worker_on(&BenchBroker::Embedded(broker.clone()), default_partitions)
+}
+
+/// The broker a bench runs on: librdkafka's mock cluster in this process,
+/// or a real Apache Kafka (`scripts/kafka.sh start`, named by
+/// `SLUICE_BENCH_KAFKA_BOOTSTRAP`).
+#[derive(Clone)]
+pub enum BenchBroker {
+    Embedded(EmbeddedBroker),
+    Real(String),
+}
+
+impl BenchBroker {
+    /// The real broker of `bench/run.sh`, if it started one.
+    pub fn real_from_env() -> Option<Self> {
+        std::env::var("SLUICE_BENCH_KAFKA_BOOTSTRAP")
+            .ok()
+            .filter(|b| !b.is_empty())
+            .map(Self::Real)
+    }
+
+    pub fn bootstrap(&self) -> &str {
+        match self {
+            Self::Embedded(b) => b.bootstrap_servers(),
+            Self::Real(bootstrap) => bootstrap,
+        }
+    }
+
+    /// What the tables call it.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Self::Embedded(_) => "embedded (mock)",
+            Self::Real(_) => "Apache Kafka",
+        }
+    }
+
+    pub fn embedded(&self) -> Option<&EmbeddedBroker> {
+        match self {
+            Self::Embedded(b) => Some(b),
+            Self::Real(_) => None,
+        }
+    }
+
+    /// Creates `topic` (a real broker: at its default replication).
+    pub async fn create_topic(&self, topic: &str, partitions: i32) {
+        match self {
+            Self::Embedded(b) => b
+                .create_topic(topic, partitions)
+                .await
+                .unwrap_or_else(|e| panic!("creating topic {topic}: {e:#}")),
+            Self::Real(bootstrap) => {
+                use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+                let admin: AdminClient<rdkafka::client::DefaultClientContext> =
+                    rdkafka::ClientConfig::new()
+                        .set("bootstrap.servers", bootstrap)
+                        .create()
+                        .expect("an admin client");
+                let new = NewTopic::new(topic, partitions, TopicReplication::Fixed(-1));
+                let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
+                for r in admin
+                    .create_topics([&new], &options)
+                    .await
+                    .unwrap_or_else(|e| panic!("creating topic {topic}: {e}"))
+                {
+                    r.unwrap_or_else(|(t, e)| panic!("creating topic {t}: {e}"));
+                }
+            }
+        }
+    }
+}
+
+/// A worker with the default config against `broker`, its topics created
+/// with `default_partitions`.
+pub fn worker_on(broker: &BenchBroker, default_partitions: i32) -> Worker {
     let config = WorkerConfig::from_map(&Default::default()).unwrap();
     Worker::new(WorkerOptions {
         id: "bench".into(),
@@ -62,8 +136,8 @@ pub fn worker(broker: &EmbeddedBroker, default_partitions: i32) -> Worker {
         transforms_library: None,
         clients: KafkaClients::new(
             &config,
-            broker.bootstrap_servers().to_string(),
-            Some(broker.clone()),
+            broker.bootstrap().to_string(),
+            broker.embedded().cloned(),
         ),
         offsets: OffsetStore::open(None).unwrap(),
         default_partitions,

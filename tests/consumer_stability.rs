@@ -110,13 +110,19 @@ async fn put_tasks_max(env: &InProcess, name: &str, base: &Value, tasks_max: u32
 
 #[tokio::test(flavor = "multi_thread")]
 async fn tasks_restart_join_and_leave_under_load_without_loss_or_duplicates() {
-    restart_join_and_leave(InProcess::start(), "stable").await;
+    restart_join_and_leave(InProcess::start(), "stable", None).await;
 }
 
 /// On `env`'s broker, with the connector and its topic named after `name`.
 /// On a real broker the consumers are static members: a task's restart is
 /// then no rebalance for the other task either.
-pub async fn restart_join_and_leave(env: InProcess, name: &str) {
+/// `rebalances_begun`, on a real broker, reads from the group coordinator
+/// how many rebalances of a group it has begun.
+pub async fn restart_join_and_leave(
+    env: InProcess,
+    name: &str,
+    rebalances_begun: Option<&dyn Fn(&str) -> usize>,
+) {
     let Some(pg) = PgInstance::start() else {
         return;
     };
@@ -161,6 +167,8 @@ pub async fn restart_join_and_leave(env: InProcess, name: &str) {
     };
 
     let first = settled(&env.worker, name, &[0, 1]).await;
+    let group = format!("connect-{name}");
+    let begun_before = rebalances_begun.map(|begun| begun(&group));
 
     // A restart of task 1 under load: its batch in flight is redone by its
     // successor from the offsets in the sink. With static membership (a
@@ -173,6 +181,13 @@ pub async fn restart_join_and_leave(env: InProcess, name: &str) {
         assert_eq!(
             before[0], first[0],
             "task 1's restart as a static member rebalanced task 0"
+        );
+    }
+    if let (Some(begun), Some(begun_before)) = (rebalances_begun, begun_before) {
+        assert_eq!(
+            begun(&group),
+            begun_before,
+            "task 1's restart as a static member began a rebalance of {group}"
         );
     }
 

@@ -95,34 +95,40 @@ async fn kip848_revocations_while_batches_are_held_lose_and_duplicate_nothing() 
 
     // The input arrives in three waves: A alone, then A and B (partitions
     // move to B while A holds batches), then B alone after A stops.
-    let wave = |n: u64| {
+    // Wave `n` of the input, in steps of ten records a partition, `pause`
+    // apart: a paced wave keeps batches in flight while the group changes.
+    let wave = |n: u64, pause: Duration| {
         let bootstrap = bootstrap.clone();
         let input = input.clone();
         async move {
             let producer: rdkafka::producer::FutureProducer = rdkafka::ClientConfig::new()
                 .set("bootstrap.servers", &bootstrap)
-                .set("linger.ms", "20")
+                .set("linger.ms", "5")
                 .create()
                 .unwrap();
-            let mut sends = Vec::new();
-            for p in 0..PARTITIONS {
-                for seq in n * PER_PARTITION / 3..(n + 1) * PER_PARTITION / 3 {
-                    let value = json!({"p": p, "seq": seq}).to_string();
-                    let record = rdkafka::producer::FutureRecord::<str, str>::to(&input)
-                        .partition(p)
-                        .payload(&value);
-                    let delivery = producer.send_result(record).map_err(|(e, _)| e);
-                    sends.push(delivery.expect("queueing the input"));
+            let seqs: Vec<u64> = (n * PER_PARTITION / 3..(n + 1) * PER_PARTITION / 3).collect();
+            for step in seqs.chunks(10) {
+                let mut sends = Vec::new();
+                for p in 0..PARTITIONS {
+                    for seq in step {
+                        let value = json!({"p": p, "seq": seq}).to_string();
+                        let record = rdkafka::producer::FutureRecord::<str, str>::to(&input)
+                            .partition(p)
+                            .payload(&value);
+                        let delivery = producer.send_result(record).map_err(|(e, _)| e);
+                        sends.push(delivery.expect("queueing the input"));
+                    }
                 }
-            }
-            for r in futures::future::join_all(sends).await {
-                let delivered = r.expect("a delivery report");
-                delivered.map_err(|(e, _)| e).expect("producing the input");
+                for r in futures::future::join_all(sends).await {
+                    let delivered = r.expect("a delivery report");
+                    delivered.map_err(|(e, _)| e).expect("producing the input");
+                }
+                tokio::time::sleep(pause).await;
             }
         }
     };
     let mut a = SluiceProcess::start(dir.path(), &[&worker_a, &connector]);
-    wave(0).await;
+    wave(0, Duration::ZERO).await;
     let deadline = Instant::now() + Duration::from_secs(90);
     while rows_now().await == 0 {
         assert!(
@@ -132,8 +138,11 @@ async fn kip848_revocations_while_batches_are_held_lose_and_duplicate_nothing() 
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    // Wave 1 flows while B joins: batches are in flight when A's
+    // partitions are revoked (about 10 s of input).
+    let flowing = tokio::spawn(wave(1, Duration::from_millis(100)));
+    tokio::time::sleep(Duration::from_secs(1)).await;
     let mut b = SluiceProcess::start(dir.path(), &[&worker_b, &connector]);
-    wave(1).await;
     // Partitions move from A's members to B's while A runs and holds batches.
     let deadline = Instant::now() + Duration::from_secs(90);
     while !b.log_text().contains("rebalance: partitions assigned") {
@@ -144,19 +153,22 @@ async fn kip848_revocations_while_batches_are_held_lose_and_duplicate_nothing() 
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    // ... and A's members gave them up (a revocation held for a batch in
-    // flight is released after its commit).
-    while !a.log_text().contains("rebalance: partitions revoked") {
+    // ... and A's members gave them up while batches were in flight: the
+    // revocation waited for the batch's commit.
+    while !a
+        .log_text()
+        .contains("rebalance: revocation waits for the batch in flight")
+    {
         assert!(
             Instant::now() < deadline,
-            "A never gave partitions up while B joined:\n{}",
+            "no revocation of A's found a batch in flight (the input flows while B joins):\n{}",
             a.log_text()
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    flowing.await.unwrap();
     a.terminate(Duration::from_secs(60));
-    wave(2).await;
+    wave(2, Duration::ZERO).await;
     let deadline = Instant::now() + Duration::from_secs(180);
     loop {
         let (count, distinct) = rows().await;

@@ -9,33 +9,10 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::{
-    Cluster, broker, create_topic, get_json, high_watermarks, produce_numbered, unique,
-    write_connector, write_worker,
+    broker, create_topic, get_json, high_watermarks, produce_numbered, settled_group_history,
+    unique, write_connector, write_worker,
 };
 use crate::fixtures::{self, SluiceProcess, eventually};
-
-/// The generations the broker's coordinator stabilized for `group`, and how
-/// many rebalances it began for it, from its log.
-fn group_history(cluster: &Cluster, group: &str) -> (Vec<u64>, usize) {
-    let log = cluster.server_log(1);
-    let needle = format!("group {group} ");
-    let mut generations = Vec::new();
-    let mut rebalances = 0;
-    for line in log.lines().filter(|l| l.contains(&needle)) {
-        if line.contains("Preparing to rebalance") {
-            rebalances += 1;
-        }
-        if let Some(rest) = line.split("Stabilized group ").nth(1)
-            && let Some(generation) = rest
-                .split_whitespace()
-                .skip_while(|w| *w != "generation")
-                .nth(1)
-        {
-            generations.push(generation.trim_end_matches(['.', ',']).parse().unwrap());
-        }
-    }
-    (generations, rebalances)
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_restarted_worker_takes_its_partitions_back_without_a_rebalance() {
@@ -75,20 +52,15 @@ async fn a_restarted_worker_takes_its_partitions_back_without_a_rebalance() {
     };
     let mut sluice = SluiceProcess::start(dir.path(), &[&worker, &connector]);
     wait_for_output(400).await;
-    let (generations, rebalances) = group_history(cluster, &group);
-    let generation = *generations.last().unwrap_or_else(|| {
-        panic!(
-            "the broker logged no stable generation of {group}:\n{}",
-            sluice.log_text()
-        )
-    });
+    let (generations, rebalances) = settled_group_history(cluster, &group).await;
+    let generation = *generations.last().unwrap();
 
     // A rolling restart of this worker: stopped, started again at once.
     sluice.terminate(Duration::from_secs(30));
     let mut sluice = SluiceProcess::start(dir.path(), &[&worker, &connector]);
     produce_numbered(&bootstrap, &input, 4, 100).await;
     wait_for_output(800).await;
-    let (after, rebalances_after) = group_history(cluster, &group);
+    let (after, rebalances_after) = settled_group_history(cluster, &group).await;
     sluice.terminate(Duration::from_secs(30));
     assert_eq!(
         (after.last().copied(), rebalances_after),

@@ -153,6 +153,48 @@ pub fn clients() -> KafkaClients {
     KafkaClients::new(&worker, bootstrap, None)
 }
 
+/// The generations the broker's coordinator stabilized for `group`, and how
+/// many rebalances it began for it, from its log.
+pub fn group_history(cluster: &Cluster, group: &str) -> (Vec<u64>, usize) {
+    let log = cluster.server_log(1);
+    let needle = format!("group {group} ");
+    let mut generations = Vec::new();
+    let mut rebalances = 0;
+    for line in log.lines().filter(|l| l.contains(&needle)) {
+        if line.contains("Preparing to rebalance") {
+            rebalances += 1;
+        }
+        if let Some(rest) = line.split("Stabilized group ").nth(1)
+            && let Some(generation) = rest
+                .split_whitespace()
+                .skip_while(|w| *w != "generation")
+                .nth(1)
+        {
+            generations.push(generation.trim_end_matches(['.', ',']).parse().unwrap());
+        }
+    }
+    (generations, rebalances)
+}
+
+/// [`group_history`] once `group` is stable: every rebalance begun has
+/// stabilized, and nothing changed for a second.
+pub async fn settled_group_history(cluster: &Cluster, group: &str) -> (Vec<u64>, usize) {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let mut last = group_history(cluster, group);
+    loop {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let now = group_history(cluster, group);
+        if now == last && now.0.len() == now.1 && !now.0.is_empty() {
+            return now;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{group} did not settle in 90 s (stable generations, rebalances begun): {now:?}"
+        );
+        last = now;
+    }
+}
+
 /// A name no earlier run used: the brokers keep their data between runs, and
 /// a transactional id or a group from an earlier run must not interfere.
 pub fn unique(what: &str) -> String {

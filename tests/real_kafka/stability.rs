@@ -2,7 +2,7 @@
 //! tests, on a real broker: static membership is real here, so restarts
 //! move nothing, and the cluster creates its own topics.
 
-use super::{broker, create_topic, unique};
+use super::{broker, create_topic, group_history, unique};
 use crate::consumer_stability::{restart_join_and_leave, slow_sink_pauses};
 use crate::distributed::{Setting, three_workers};
 use crate::fixtures::InProcess;
@@ -10,7 +10,8 @@ use crate::fixtures::InProcess;
 #[tokio::test(flavor = "multi_thread")]
 async fn tasks_restart_join_and_leave_under_load_without_loss_or_duplicates() {
     let env = InProcess::start_on(&broker().bootstrap);
-    restart_join_and_leave(env, &unique("stable")).await;
+    let begun = |group: &str| group_history(broker(), group).1;
+    restart_join_and_leave(env, &unique("stable"), Some(&begun)).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -15,7 +15,7 @@ use sluice_runtime::task::source::produce_each;
 use sluice_runtime::transaction::{TransactionalProducer, TxnFailure};
 use sluice_sdk::Record;
 
-use super::{clients, unique};
+use super::{broker, clients, settled_group_history, unique};
 
 async fn topic(clients: &KafkaClients, what: &str) -> String {
     let name = unique(what);
@@ -129,9 +129,19 @@ async fn a_crash_between_produce_and_commit_leaves_no_visible_output() {
         produce_in(&crashed, &records(&topic, 4)).await;
         // Dropped without a commit or an abort: the process died here.
     }
-    // The restarted task's producer aborts what the dead one left open.
-    let _restarted = producer(&clients, &id).await;
-    assert!(committed_values(&clients, &topic).is_empty());
+    // The restarted task's producer aborts what the dead one left open, and
+    // what it commits next is readable at once (an open transaction would
+    // hold every read_committed consumer before its first record).
+    let mut restarted = producer(&clients, &id).await;
+    restarted.begin().unwrap();
+    let mut after = records(&topic, 1);
+    after[0].value = Some(b"after the restart".to_vec());
+    produce_in(&restarted, &after).await;
+    restarted.commit().await.unwrap();
+    assert_eq!(
+        committed_values(&clients, &topic),
+        vec!["after the restart"]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -249,6 +259,7 @@ async fn a_restarted_static_member_takes_its_partitions_back_without_a_rebalance
     }
     let (a_had, b_had) = (assigned(&a), assigned(&b));
     let b_rebalances = rebalances_of(1);
+    let history = settled_group_history(broker(), &group).await;
     // Task 0 restarts: no LeaveGroup is sent for a static member.
     serve_a.abort();
     drop(a);
@@ -268,5 +279,12 @@ async fn a_restarted_static_member_takes_its_partitions_back_without_a_rebalance
         rebalances_of(1),
         b_rebalances,
         "the other member saw no rebalance"
+    );
+    // The broker's own record: no rebalance began, the generation stayed.
+    assert_eq!(
+        settled_group_history(broker(), &group).await,
+        history,
+        "the restarted static member rejoined {group} without a rebalance \
+         (stable generations, rebalances begun)"
     );
 }

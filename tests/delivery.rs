@@ -4,8 +4,8 @@
 //! and consumed offsets in one transaction), and what each kind of
 //! transaction error does. The mock accepts the transactional API but
 //! enforces nothing (aborted records stay visible), so these tests check
-//! the call sequence, the recovery and the end state; `kafka_conformance`
-//! checks what needs a real broker.
+//! the call sequence, the recovery and the end state; `real_kafka`
+//! checks what needs a real broker, on Apache Kafka.
 
 use std::collections::BTreeMap;
 use std::time::Duration;

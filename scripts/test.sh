@@ -52,7 +52,9 @@ cargo test -p sluice-sdk --features guest --doc --locked
 # failover checks start is stopped afterwards.
 if [[ "$real_kafka" == 1 ]]; then
   status=0
-  cargo test -p sluice-runtime --test integration --locked real_kafka:: || status=$?
+  # --workspace: the same build as the run above (`-p` would unify
+  # features differently and compile the runtime again).
+  cargo test --workspace --locked --test integration real_kafka:: || status=$?
   scripts/kafka.sh stop
   exit "$status"
 fi

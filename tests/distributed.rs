@@ -457,18 +457,36 @@ pub async fn three_workers(setting: Setting) {
                 .clone()
         }
     };
+    let exists = |table: &'static str| {
+        let url = pg.url();
+        async move {
+            fixtures::db_rows(
+                &url,
+                &format!("SELECT CAST(to_regclass('{table}') IS NOT NULL AS TEXT)"),
+            )
+            .await[0][0]
+                == "true"
+        }
+    };
     for table in ["eos_rows", "alo_rows"] {
-        let workers = &workers;
-        fixtures::eventually(
-            Duration::from_secs(180),
-            "every record in the database",
-            || async move {
-                let c = count(table).await;
-                (c[1] == total.to_string()).then_some(())
-            },
-        )
-        .await;
-        let _ = workers;
+        // A sink creates its table with its first batch.
+        let deadline = std::time::Instant::now() + Duration::from_secs(180);
+        loop {
+            let written = if exists(table).await {
+                count(table).await
+            } else {
+                vec!["0".into(), "0".into()]
+            };
+            if written[1] == total.to_string() {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{table}: {written:?} of {total} records (rows, distinct ids)\n{}",
+                logs(&workers)
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
     // Give a duplicate the chance to appear before judging.
     tokio::time::sleep(Duration::from_secs(2)).await;

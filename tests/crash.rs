@@ -132,14 +132,7 @@ pub async fn sigkill_harness(
     };
     let exists = |table: &'static str| {
         let url = pg.url();
-        async move {
-            fixtures::db_rows(
-                &url,
-                &format!("SELECT CAST(to_regclass('{table}') IS NOT NULL AS TEXT)"),
-            )
-            .await[0][0]
-                == "true"
-        }
+        async move { fixtures::table_exists(&url, table).await }
     };
 
     let rows_now = || async {

@@ -56,7 +56,7 @@ async fn produce_wave(bootstrap: &str, topic: &str, wave: usize) {
     futures::future::join_all(sends).await;
 }
 
-async fn get_json(http: &reqwest::Client, url: &str) -> Option<Value> {
+pub async fn get_json(http: &reqwest::Client, url: &str) -> Option<Value> {
     let r = http.get(url).send().await.ok()?;
     if r.status() != 200 {
         return None;
@@ -65,7 +65,11 @@ async fn get_json(http: &reqwest::Client, url: &str) -> Option<Value> {
 }
 
 /// The worker of each task of `connector`, once all of them run.
-async fn running_tasks(http: &reqwest::Client, base: &str, connector: &str) -> Option<Vec<String>> {
+pub async fn running_tasks(
+    http: &reqwest::Client,
+    base: &str,
+    connector: &str,
+) -> Option<Vec<String>> {
     let status = get_json(http, &format!("{base}/connectors/{connector}/status")).await?;
     let tasks = status["tasks"].as_array()?;
     if tasks.is_empty() || tasks.iter().any(|t| t["state"] != "RUNNING") {
@@ -400,13 +404,7 @@ pub async fn three_workers(setting: Setting) {
     produce_wave(&bootstrap, &topic, 0).await;
     produce_wave(&bootstrap, &topic, 1).await;
     let eos_rows = || async {
-        let exists = fixtures::db_rows(
-            &pg.url(),
-            "SELECT CAST(to_regclass('eos_rows') IS NOT NULL AS TEXT)",
-        )
-        .await[0][0]
-            == "true";
-        if !exists {
+        if !fixtures::table_exists(&pg.url(), "eos_rows").await {
             return 0;
         }
         fixtures::db_rows(&pg.url(), "SELECT CAST(COUNT(*) AS TEXT) FROM eos_rows").await[0][0]
@@ -457,22 +455,11 @@ pub async fn three_workers(setting: Setting) {
                 .clone()
         }
     };
-    let exists = |table: &'static str| {
-        let url = pg.url();
-        async move {
-            fixtures::db_rows(
-                &url,
-                &format!("SELECT CAST(to_regclass('{table}') IS NOT NULL AS TEXT)"),
-            )
-            .await[0][0]
-                == "true"
-        }
-    };
     for table in ["eos_rows", "alo_rows"] {
         // A sink creates its table with its first batch.
         let deadline = std::time::Instant::now() + Duration::from_secs(180);
         loop {
-            let written = if exists(table).await {
+            let written = if fixtures::table_exists(&pg.url(), table).await {
                 count(table).await
             } else {
                 vec!["0".into(), "0".into()]

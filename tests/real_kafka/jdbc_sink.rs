@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::{broker, create_topic, unique, write_connector, write_worker};
+use super::{broker, create_topic, produce_numbered_paced, unique, write_connector, write_worker};
 use crate::fixtures::{self, PgInstance, SluiceProcess};
 
 #[tokio::test(flavor = "multi_thread")]
@@ -74,19 +74,8 @@ async fn kip848_revocations_while_batches_are_held_lose_and_duplicate_nothing() 
             .unwrap_or((0, 0))
         }
     };
-    let table_exists = || {
-        let url = pg.url();
-        async move {
-            fixtures::db_rows(
-                &url,
-                "SELECT CAST(to_regclass('kip848_rows') IS NOT NULL AS TEXT)",
-            )
-            .await[0][0]
-                == "true"
-        }
-    };
     let rows_now = || async {
-        if table_exists().await {
+        if fixtures::table_exists(&pg.url(), "kip848_rows").await {
             rows().await.0
         } else {
             0
@@ -98,33 +87,10 @@ async fn kip848_revocations_while_batches_are_held_lose_and_duplicate_nothing() 
     // Wave `n` of the input, in steps of ten records a partition, `pause`
     // apart: a paced wave keeps batches in flight while the group changes.
     let wave = |n: u64, pause: Duration| {
-        let bootstrap = bootstrap.clone();
-        let input = input.clone();
+        let (bootstrap, input) = (bootstrap.clone(), input.clone());
+        let seqs = n * PER_PARTITION / 3..(n + 1) * PER_PARTITION / 3;
         async move {
-            let producer: rdkafka::producer::FutureProducer = rdkafka::ClientConfig::new()
-                .set("bootstrap.servers", &bootstrap)
-                .set("linger.ms", "5")
-                .create()
-                .unwrap();
-            let seqs: Vec<u64> = (n * PER_PARTITION / 3..(n + 1) * PER_PARTITION / 3).collect();
-            for step in seqs.chunks(10) {
-                let mut sends = Vec::new();
-                for p in 0..PARTITIONS {
-                    for seq in step {
-                        let value = json!({"p": p, "seq": seq}).to_string();
-                        let record = rdkafka::producer::FutureRecord::<str, str>::to(&input)
-                            .partition(p)
-                            .payload(&value);
-                        let delivery = producer.send_result(record).map_err(|(e, _)| e);
-                        sends.push(delivery.expect("queueing the input"));
-                    }
-                }
-                for r in futures::future::join_all(sends).await {
-                    let delivered = r.expect("a delivery report");
-                    delivered.map_err(|(e, _)| e).expect("producing the input");
-                }
-                tokio::time::sleep(pause).await;
-            }
+            produce_numbered_paced(&bootstrap, &input, PARTITIONS, seqs, 10, pause).await;
         }
     };
     let mut a = SluiceProcess::start(dir.path(), &[&worker_a, &connector]);

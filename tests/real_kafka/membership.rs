@@ -12,6 +12,7 @@ use super::{
     broker, create_topic, get_json, high_watermarks, produce_numbered, settled_group_history,
     unique, write_connector, write_worker,
 };
+use crate::distributed::running_tasks;
 use crate::fixtures::{self, SluiceProcess, eventually};
 
 #[tokio::test(flavor = "multi_thread")]
@@ -68,21 +69,6 @@ async fn a_restarted_worker_takes_its_partitions_back_without_a_rebalance() {
         "the restarted worker's two static members rejoined {group} without a rebalance \
          (generations stabilized before: {generations:?}, after: {after:?})"
     );
-}
-
-/// The worker of each task of `connector`, once all of them run.
-async fn placement(base: &str, connector: &str) -> Option<Vec<String>> {
-    let status = get_json(base, &format!("/connectors/{connector}/status")).await?;
-    let tasks = status["tasks"].as_array()?;
-    if tasks.is_empty() || tasks.iter().any(|t| t["state"] != "RUNNING") {
-        return None;
-    }
-    Some(
-        tasks
-            .iter()
-            .map(|t| t["worker_id"].as_str().unwrap_or_default().to_string())
-            .collect(),
-    )
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -158,7 +144,7 @@ async fn a_rolling_restart_of_three_distributed_workers_moves_no_task() {
                 Duration::from_secs(120),
                 "all six tasks running",
                 || async {
-                    let tasks = placement(&base, &name).await?;
+                    let tasks = running_tasks(&reqwest::Client::new(), &base, &name).await?;
                     // Spread over the three workers.
                     let workers: std::collections::BTreeSet<&String> = tasks.iter().collect();
                     (tasks.len() == 6 && workers.len() == 3).then(|| tasks.clone())

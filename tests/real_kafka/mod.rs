@@ -225,13 +225,34 @@ pub async fn create_topic(bootstrap: &str, name: &str, partitions: i32) {
 /// value `{"p": partition, "seq": n}` (n from 0 in each partition), key
 /// `p<partition>-k<n % 64>` so that keys repeat.
 pub async fn produce_numbered(bootstrap: &str, topic: &str, partitions: i32, per_partition: u64) {
+    produce_numbered_paced(
+        bootstrap,
+        topic,
+        partitions,
+        0..per_partition,
+        5000,
+        Duration::ZERO,
+    )
+    .await;
+}
+
+/// [`produce_numbered`]'s records numbered `seqs` in each partition, in
+/// steps of `step` numbers, each step delivered before a `pause`.
+pub async fn produce_numbered_paced(
+    bootstrap: &str,
+    topic: &str,
+    partitions: i32,
+    seqs: std::ops::Range<u64>,
+    step: usize,
+    pause: Duration,
+) {
     let producer: FutureProducer = client_config(bootstrap)
         .set("linger.ms", "20")
         .set("acks", "all")
         .set("enable.idempotence", "true")
         .create()
         .unwrap();
-    for chunk in (0..per_partition).collect::<Vec<_>>().chunks(5000) {
+    for chunk in seqs.collect::<Vec<_>>().chunks(step) {
         let mut sends = Vec::new();
         for p in 0..partitions {
             for &seq in chunk {
@@ -248,6 +269,9 @@ pub async fn produce_numbered(bootstrap: &str, topic: &str, partitions: i32, per
         for r in futures::future::join_all(sends).await {
             let delivered = r.expect("a delivery report");
             delivered.map_err(|(e, _)| e).expect("producing the input");
+        }
+        if !pause.is_zero() {
+            tokio::time::sleep(pause).await;
         }
     }
 }
@@ -395,11 +419,7 @@ pub fn worker_url(worker_file: &Path) -> String {
 
 /// `GET base/path` as JSON, or `None` while the worker does not answer 200.
 pub async fn get_json(base: &str, path: &str) -> Option<Value> {
-    let r = reqwest::get(format!("{base}{path}")).await.ok()?;
-    if r.status() != 200 {
-        return None;
-    }
-    r.json().await.ok()
+    crate::distributed::get_json(&reqwest::Client::new(), &format!("{base}{path}")).await
 }
 
 /// The sum of a counter's samples in a worker's `/metrics` whose labels

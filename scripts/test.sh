@@ -56,6 +56,15 @@ if [[ "$real_kafka" == 1 ]]; then
   # features differently and compile the runtime again).
   cargo test --workspace --locked --test integration real_kafka:: || status=$?
   scripts/kafka.sh stop
+  cat >&2 <<'BANNER'
+###########################################################################
+# NOT RUN: real_kafka::stability::cluster_of_three_workers_shares_tasks_
+#   and_survives_a_sigkill (ignored): on Apache Kafka it fails about one
+#   run in four on a known defect, a sink task's committed-offset read in
+#   its assignment callback timing out for 50 s. The same scenario runs on
+#   the embedded broker (distributed::three_workers_...).
+###########################################################################
+BANNER
   exit "$status"
 fi
 cat >&2 <<'BANNER'

@@ -23,11 +23,10 @@ use std::time::{Duration, Instant};
 
 use rdkafka::message::{Header as KafkaHeader, OwnedHeaders};
 use rdkafka::producer::{FutureProducer, FutureRecord};
-use serde::Deserialize;
-use sluice_sdk::config::{ConfigError, ConfigMap, from_string_map};
 use sluice_sdk::{ConnectError, ErrorKind, Record};
 use tokio_util::sync::CancellationToken;
 
+use crate::config::{DeadLetterQueue, ErrorPolicy, RetryBudget};
 use crate::metrics::Metrics;
 
 /// Where in the flow a failure happened (Kafka Connect's stage names).
@@ -72,149 +71,6 @@ impl Stage {
         Stage::ALL
             .into_iter()
             .find(|st| st.as_str().eq_ignore_ascii_case(s))
-    }
-}
-
-/// How long retries may go on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RetryBudget {
-    Within(Duration),
-    Forever,
-}
-
-impl RetryBudget {
-    fn from_ms(ms: i64, key: &str) -> Result<Self, ConfigError> {
-        match ms {
-            -1 => Ok(RetryBudget::Forever),
-            ms if ms >= 0 => Ok(RetryBudget::Within(Duration::from_millis(ms as u64))),
-            _ => Err(ConfigError::new(
-                key,
-                "must be -1 (forever) or a number of milliseconds",
-            )),
-        }
-    }
-
-    fn allows(&self, started: Instant, next_delay: Duration) -> bool {
-        match self {
-            RetryBudget::Forever => true,
-            RetryBudget::Within(d) => started.elapsed() + next_delay <= *d,
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DeadLetterQueue {
-    pub topic: String,
-    pub replication_factor: i32,
-    pub context_headers: bool,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ErrorPolicy {
-    pub tolerate_all: bool,
-    pub retry: RetryBudget,
-    pub retry_delay_max: Duration,
-    pub retry_max_attempts: Option<u32>,
-    pub infrastructure_retry: RetryBudget,
-    pub log: bool,
-    pub log_messages: bool,
-    pub dlq: Option<DeadLetterQueue>,
-}
-
-impl Default for ErrorPolicy {
-    fn default() -> Self {
-        Self {
-            tolerate_all: false,
-            retry: RetryBudget::Within(Duration::ZERO),
-            retry_delay_max: Duration::from_secs(60),
-            retry_max_attempts: None,
-            infrastructure_retry: RetryBudget::Within(Duration::from_secs(300)),
-            log: false,
-            log_messages: false,
-            dlq: None,
-        }
-    }
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "lowercase")]
-enum Tolerance {
-    None,
-    All,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ErrorKeys {
-    #[serde(default)]
-    tolerance: Option<Tolerance>,
-    #[serde(rename = "retry.timeout", default)]
-    retry_timeout: Option<i64>,
-    #[serde(rename = "retry.delay.max.ms", default)]
-    retry_delay_max_ms: Option<u64>,
-    #[serde(rename = "retry.max.attempts", default)]
-    retry_max_attempts: Option<u32>,
-    #[serde(rename = "infrastructure.retry.timeout", default)]
-    infrastructure_retry_timeout: Option<i64>,
-    #[serde(rename = "log.enable", default)]
-    log_enable: Option<bool>,
-    #[serde(rename = "log.include.messages", default)]
-    log_include_messages: Option<bool>,
-    #[serde(rename = "deadletterqueue.topic.name", default)]
-    dlq_topic: Option<String>,
-    #[serde(rename = "deadletterqueue.topic.replication.factor", default)]
-    dlq_replication: Option<i32>,
-    #[serde(rename = "deadletterqueue.context.headers.enable", default)]
-    dlq_context_headers: Option<bool>,
-}
-
-impl ErrorPolicy {
-    /// Parses the `errors.*` keys (prefix removed); `inputs` are the
-    /// connector's input topics, which the DLQ may not be.
-    pub fn parse(keys: &ConfigMap, inputs: &[String]) -> Result<Self, ConfigError> {
-        let k: ErrorKeys = from_string_map(keys).map_err(|e| e.in_namespace("errors."))?;
-        let d = ErrorPolicy::default();
-        let dlq = match k
-            .dlq_topic
-            .map(|t| t.trim().to_string())
-            .filter(|t| !t.is_empty())
-        {
-            None => None,
-            Some(topic) => {
-                if inputs.contains(&topic) {
-                    return Err(ConfigError::new(
-                        "errors.deadletterqueue.topic.name",
-                        format!(
-                            "`{topic}` is one of the connector's input topics; dead-lettered records would be read again"
-                        ),
-                    ));
-                }
-                Some(DeadLetterQueue {
-                    topic,
-                    replication_factor: k.dlq_replication.unwrap_or(3),
-                    context_headers: k.dlq_context_headers.unwrap_or(false),
-                })
-            }
-        };
-        Ok(ErrorPolicy {
-            tolerate_all: matches!(k.tolerance, Some(Tolerance::All)),
-            retry: match k.retry_timeout {
-                Some(ms) => RetryBudget::from_ms(ms, "errors.retry.timeout")?,
-                None => d.retry,
-            },
-            retry_delay_max: k
-                .retry_delay_max_ms
-                .map(Duration::from_millis)
-                .unwrap_or(d.retry_delay_max),
-            retry_max_attempts: k.retry_max_attempts,
-            infrastructure_retry: match k.infrastructure_retry_timeout {
-                Some(ms) => RetryBudget::from_ms(ms, "errors.infrastructure.retry.timeout")?,
-                None => d.infrastructure_retry,
-            },
-            log: k.log_enable.unwrap_or(false),
-            log_messages: k.log_include_messages.unwrap_or(false),
-            dlq,
-        })
     }
 }
 
@@ -549,62 +405,6 @@ fn dead_letter_headers(original: &Record, context: &[(&str, String)]) -> OwnedHe
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn keys(pairs: &[(&str, &str)]) -> ConfigMap {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
-
-    #[test]
-    fn parses_kafka_connect_keys() {
-        let p = ErrorPolicy::parse(
-            &keys(&[
-                ("tolerance", "all"),
-                ("retry.timeout", "-1"),
-                ("retry.delay.max.ms", "500"),
-                ("deadletterqueue.topic.name", "dlq"),
-                ("deadletterqueue.context.headers.enable", "true"),
-                ("log.enable", "true"),
-            ]),
-            &["orders".into()],
-        )
-        .unwrap();
-        assert!(p.tolerate_all && p.log && !p.log_messages);
-        assert_eq!(p.retry, RetryBudget::Forever);
-        assert_eq!(
-            p.dlq.unwrap(),
-            DeadLetterQueue {
-                topic: "dlq".into(),
-                replication_factor: 3,
-                context_headers: true
-            }
-        );
-        assert_eq!(
-            ErrorPolicy::parse(&keys(&[]), &[]).unwrap(),
-            ErrorPolicy::default()
-        );
-    }
-
-    #[test]
-    fn rejects_bad_values_by_key() {
-        let err = ErrorPolicy::parse(
-            &keys(&[("deadletterqueue.topic.name", "orders")]),
-            &["orders".into()],
-        )
-        .unwrap_err();
-        assert_eq!(
-            err.key.as_deref(),
-            Some("errors.deadletterqueue.topic.name")
-        );
-        let err = ErrorPolicy::parse(&keys(&[("tolerance", "some")]), &[]).unwrap_err();
-        assert_eq!(err.key.as_deref(), Some("errors.tolerance"));
-        let err = ErrorPolicy::parse(&keys(&[("retry.timeout", "-5")]), &[]).unwrap_err();
-        assert_eq!(err.key.as_deref(), Some("errors.retry.timeout"));
-        let err = ErrorPolicy::parse(&keys(&[("retry.colour", "1")]), &[]).unwrap_err();
-        assert_eq!(err.key.as_deref(), Some("errors.retry.colour"));
-    }
 
     #[test]
     fn backoff_grows_with_jitter_and_is_capped() {

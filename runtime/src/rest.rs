@@ -871,7 +871,9 @@ fn definitions(plugin: &crate::plugin::Plugin) -> Vec<Value> {
     let own = match plugin {
         crate::plugin::Plugin::Source(p) => p.config_definition(),
         crate::plugin::Plugin::Sink(p) => p.config_definition(),
-        crate::plugin::Plugin::Stream => crate::task::stream::StreamConnector::config_definition(),
+        crate::plugin::Plugin::Stream => {
+            crate::plugin::stream::StreamConnector::config_definition()
+        }
     };
     let mut out = Vec::new();
     for (i, (name, ty, required, default, doc)) in common.into_iter().enumerate() {

@@ -31,7 +31,7 @@ impl ValidatedConnector {
         match &self.plugin {
             Plugin::Source(p) => p.task_configs(config, max),
             Plugin::Sink(p) => p.task_configs(config, max),
-            Plugin::Stream => task::stream::StreamConnector::task_configs(config, max),
+            Plugin::Stream => crate::plugin::stream::StreamConnector::task_configs(config, max),
         }
     }
 
@@ -43,7 +43,7 @@ impl ValidatedConnector {
             Plugin::Stream => {
                 let mut topics = self.common.topics.clone();
                 if let Ok(c) =
-                    task::stream::StreamConfig::parse(&self.plugin_config, &self.common.topics)
+                    crate::config::StreamConfig::parse(&self.plugin_config, &self.common.topics)
                 {
                     topics.extend(self.common.topics.iter().map(|t| c.route(t)));
                 }
@@ -537,7 +537,7 @@ impl Worker {
                         "is required for a stream connector (a comma-separated list)",
                     ));
                 }
-                let stream = task::stream::StreamConfig::parse(&plugin_config, &common.topics)?;
+                let stream = crate::config::StreamConfig::parse(&plugin_config, &common.topics)?;
                 if !stream.route("").is_empty() && !stream.route("").contains('$') {
                     // A fixed output topic (no `${topic}`): its name is known now.
                     check_topic_name(&stream.route(""))
@@ -1449,7 +1449,7 @@ impl Worker {
                 }
                 Plugin::Stream => {
                     let config =
-                        task::stream::StreamConfig::parse(&task_config, &env.common.topics)
+                        crate::config::StreamConfig::parse(&task_config, &env.common.topics)
                             .map_err(|e| sluice_sdk::ConnectError::fatal(e.to_string()))?;
                     task::stream::run(env, config, errors).await
                 }

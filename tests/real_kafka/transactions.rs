@@ -10,9 +10,9 @@ use std::time::Duration;
 use rdkafka::consumer::Consumer;
 use rdkafka::{Message, Offset, TopicPartitionList};
 use sluice_runtime::kafka::KafkaClients;
+use sluice_runtime::kafka::produce_each;
+use sluice_runtime::kafka::transaction::{TransactionalProducer, TxnFailure};
 use sluice_runtime::metrics::Metrics;
-use sluice_runtime::task::source::produce_each;
-use sluice_runtime::transaction::{TransactionalProducer, TxnFailure};
 use sluice_sdk::Record;
 
 use super::{broker, clients, settled_group_history, unique};
@@ -155,7 +155,7 @@ async fn offsets_sent_in_a_committed_transaction_become_the_groups_offsets() {
         .consumer(
             &group,
             "conformance",
-            sluice_runtime::kafka::SafeConsumerContext::new(
+            sluice_runtime::kafka::TaskConsumerContext::new(
                 tx,
                 "conformance".into(),
                 0,
@@ -209,7 +209,7 @@ async fn a_restarted_static_member_takes_its_partitions_back_without_a_rebalance
             .consumer(
                 &group,
                 &format!("static-{task}"),
-                sluice_runtime::kafka::SafeConsumerContext::new(
+                sluice_runtime::kafka::TaskConsumerContext::new(
                     tx,
                     "static".into(),
                     task,
@@ -232,7 +232,7 @@ async fn a_restarted_static_member_takes_its_partitions_back_without_a_rebalance
             .unwrap_or_default()
     };
     let serve = |c: std::sync::Arc<
-        rdkafka::consumer::StreamConsumer<sluice_runtime::kafka::SafeConsumerContext>,
+        rdkafka::consumer::StreamConsumer<sluice_runtime::kafka::TaskConsumerContext>,
     >| {
         tokio::spawn(async move {
             loop {

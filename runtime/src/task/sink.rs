@@ -15,10 +15,10 @@ use sluice_sdk::{ConnectError, ErrorKind, Header, PartitionOffset, Record, SinkT
 use super::TaskEnv;
 use crate::config::DeliveryGuarantee;
 use crate::errors::{ErrorHandler, Failure, Stage};
-use crate::kafka::{ConsumerEvent, SafeConsumerContext, is_offset_out_of_range};
+use crate::kafka::{ConsumerEvent, TaskConsumerContext, is_offset_out_of_range};
 use crate::metrics::LATENCY_HEADER;
 
-pub(crate) type SafeConsumer = StreamConsumer<SafeConsumerContext>;
+pub(crate) type TaskConsumer = StreamConsumer<TaskConsumerContext>;
 
 /// Kafka Connect's sink consumer group: `connect-<connector>`.
 pub fn group_id(connector: &str) -> String {
@@ -58,7 +58,7 @@ pub async fn run(
             env.common.connector_class
         )));
     }
-    let mut context = SafeConsumerContext::new(
+    let mut context = TaskConsumerContext::new(
         events_tx,
         env.connector.clone(),
         env.task_id,
@@ -95,7 +95,7 @@ pub async fn run(
 
 /// The end of a consuming task: nothing held any more, and the group left
 /// if the task goes away for good.
-pub(crate) async fn close_consumer(env: &TaskEnv, consumer: &Arc<SafeConsumer>) {
+pub(crate) async fn close_consumer(env: &TaskEnv, consumer: &Arc<TaskConsumer>) {
     consumer.context().mark_closing();
     release_revocations(consumer).await;
     if env.leave_group.load(std::sync::atomic::Ordering::SeqCst) {
@@ -113,7 +113,7 @@ pub(crate) async fn close_consumer(env: &TaskEnv, consumer: &Arc<SafeConsumer>) 
 /// Marks the consumer closing and releases held revocations when dropped,
 /// before the consumer closes (it holds a reference): a close waiting for
 /// a revocation the loop will never release would never end.
-pub(crate) struct ReleaseOnDrop(pub(crate) Arc<SafeConsumer>);
+pub(crate) struct ReleaseOnDrop(pub(crate) Arc<TaskConsumer>);
 
 impl Drop for ReleaseOnDrop {
     fn drop(&mut self) {
@@ -128,8 +128,8 @@ impl Drop for ReleaseOnDrop {
 /// how long a revocation can wait for the batch) is sized to cover it.
 pub(crate) fn longest_batch(common: &crate::config::CommonConfig) -> Duration {
     let retries = match common.errors.infrastructure_retry {
-        crate::errors::RetryBudget::Within(d) => d,
-        crate::errors::RetryBudget::Forever => Duration::MAX,
+        crate::config::RetryBudget::Within(d) => d,
+        crate::config::RetryBudget::Forever => Duration::MAX,
     };
     Duration::from_millis(common.batch_max_ms).saturating_add(retries)
 }
@@ -162,7 +162,7 @@ pub(crate) fn infrastructure_exhausted(what: &str, e: ConnectError, attempts: u3
 async fn run_loop(
     env: &mut TaskEnv,
     task: &mut dyn SinkTask,
-    consumer: &Arc<SafeConsumer>,
+    consumer: &Arc<TaskConsumer>,
     events: &mut tokio::sync::mpsc::UnboundedReceiver<ConsumerEvent>,
     errors: &ErrorHandler,
 ) -> Result<(), ConnectError> {
@@ -222,7 +222,7 @@ async fn run_loop(
 }
 
 /// Releases the partitions whose revocation waited for the batch.
-pub(crate) async fn release_revocations(consumer: &Arc<SafeConsumer>) {
+pub(crate) async fn release_revocations(consumer: &Arc<TaskConsumer>) {
     let c = consumer.clone();
     let _ = tokio::task::spawn_blocking(move || c.context().release_revocations(c.as_ref())).await;
 }
@@ -235,7 +235,7 @@ pub(crate) async fn release_revocations(consumer: &Arc<SafeConsumer>) {
 /// too; all are resumed once the batch is done. Returns `work`'s result and
 /// whether the consumer reported lost data meanwhile.
 async fn write_with_backpressure<R>(
-    consumer: &Arc<SafeConsumer>,
+    consumer: &Arc<TaskConsumer>,
     metrics: &crate::metrics::Metrics,
     labels: &[String; 2],
     work: impl std::future::Future<Output = R>,
@@ -311,7 +311,7 @@ async fn write_with_backpressure<R>(
 async fn write_batch(
     env: &mut TaskEnv,
     task: &mut dyn SinkTask,
-    consumer: &Arc<SafeConsumer>,
+    consumer: &Arc<TaskConsumer>,
     errors: &ErrorHandler,
     batch: Vec<Record>,
 ) -> Result<BatchEnd, ConnectError> {
@@ -582,7 +582,7 @@ async fn put_isolating(
 /// consumer keeps polling (so it stays in its group); a record from a
 /// partition assigned meanwhile is sought back and that partition paused
 /// too. Returns false if the task is being stopped.
-pub(crate) async fn pause_consumer(env: &mut TaskEnv, consumer: &Arc<SafeConsumer>) -> bool {
+pub(crate) async fn pause_consumer(env: &mut TaskEnv, consumer: &Arc<TaskConsumer>) -> bool {
     env.status.set(crate::task::State::Paused, None);
     tracing::info!("paused");
     if let Ok(assignment) = consumer.assignment() {
@@ -619,7 +619,7 @@ pub(crate) async fn pause_consumer(env: &mut TaskEnv, consumer: &Arc<SafeConsume
 /// Returns early (possibly empty) when the task is cancelled.
 pub(crate) async fn next_batch(
     env: &TaskEnv,
-    consumer: &Arc<SafeConsumer>,
+    consumer: &Arc<TaskConsumer>,
     max_records: usize,
     max_wait: Duration,
 ) -> Result<Vec<Record>, ConnectError> {
@@ -671,7 +671,7 @@ pub(crate) async fn next_batch(
 
 /// Names the partitions whose position the broker no longer has, counts
 /// them, and fails the task: skipping ahead would lose records silently.
-async fn data_loss(env: &TaskEnv, consumer: &Arc<SafeConsumer>) -> ConnectError {
+async fn data_loss(env: &TaskEnv, consumer: &Arc<TaskConsumer>) -> ConnectError {
     let consumer = consumer.clone();
     let found = tokio::task::spawn_blocking(move || {
         let mut lost = Vec::new();
@@ -811,7 +811,7 @@ async fn already_committed(
 async fn restore_positions(
     env: &TaskEnv,
     task: &mut dyn SinkTask,
-    consumer: &Arc<SafeConsumer>,
+    consumer: &Arc<TaskConsumer>,
     errors: &ErrorHandler,
     partitions: Vec<(String, i32)>,
 ) -> Result<(), ConnectError> {
@@ -876,7 +876,7 @@ async fn restore_positions(
 /// written, nothing skipped) if the group never takes them.
 pub(crate) async fn commit_before_writing(
     env: &TaskEnv,
-    consumer: &Arc<SafeConsumer>,
+    consumer: &Arc<TaskConsumer>,
     errors: &ErrorHandler,
     next: &BTreeMap<(String, i32), i64>,
 ) -> Result<(), ConnectError> {
@@ -901,7 +901,7 @@ pub(crate) async fn commit_before_writing(
 }
 
 async fn commit_offsets(
-    consumer: &Arc<SafeConsumer>,
+    consumer: &Arc<TaskConsumer>,
     next: &BTreeMap<(String, i32), i64>,
 ) -> Result<(), rdkafka::error::KafkaError> {
     let mut tpl = TopicPartitionList::with_capacity(next.len());
@@ -916,7 +916,7 @@ async fn commit_offsets(
 
 pub(crate) async fn commit(
     env: &TaskEnv,
-    consumer: &Arc<SafeConsumer>,
+    consumer: &Arc<TaskConsumer>,
     next: &BTreeMap<(String, i32), i64>,
 ) {
     if let Err(e) = commit_offsets(consumer, next).await {

@@ -13,84 +13,20 @@ use std::time::{Duration, Instant};
 
 use rdkafka::consumer::Consumer;
 use rdkafka::{Offset, TopicPartitionList};
-use serde::Deserialize;
-use sluice_sdk::{
-    ConfigError, ConfigMap, ConnectError, ConnectorType, ErrorKind, PluginInfo, Record,
-};
+use sluice_sdk::{ConnectError, ErrorKind, Record};
 
 use super::TaskEnv;
 use super::sink::{
-    ReleaseOnDrop, SafeConsumer, check_converters, close_consumer, commit, commit_before_writing,
+    ReleaseOnDrop, TaskConsumer, check_converters, close_consumer, commit, commit_before_writing,
     group_id, infrastructure_exhausted, longest_batch, next_batch, pause_consumer,
     release_revocations, transform_all,
 };
-use super::source::{await_delivery, enqueue, produce_batch};
-use crate::config::DeliveryGuarantee;
+use super::source::produce_batch;
+use crate::config::{DeliveryGuarantee, StreamConfig};
 use crate::errors::{ErrorHandler, Failure, Stage};
-use crate::kafka::SafeConsumerContext;
-use crate::transaction::{TransactionalProducer, TxnFailure, transactional_id};
-
-/// The built-in stream connector's own keys.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct StreamConfig {
-    /// Where each record goes; `${topic}` is the record's topic after the
-    /// transforms (its input topic unless a transform routed it).
-    #[serde(rename = "output.topic")]
-    output_topic: String,
-}
-
-impl StreamConfig {
-    pub fn parse(config: &ConfigMap, inputs: &[String]) -> Result<Self, ConfigError> {
-        let cfg: Self = sluice_sdk::config::from_string_map(config)?;
-        if cfg.output_topic.trim().is_empty() {
-            return Err(ConfigError::new("output.topic", "must name a topic"));
-        }
-        for input in inputs {
-            if cfg.route(input) == *input {
-                return Err(ConfigError::new(
-                    "output.topic",
-                    format!(
-                        "`{}` writes records of `{input}` back to `{input}`, a loop; name another topic (e.g. `${{topic}}.out`)",
-                        cfg.output_topic
-                    ),
-                ));
-            }
-        }
-        Ok(cfg)
-    }
-
-    /// The output topic of a record whose topic (after transforms) is `topic`.
-    pub fn route(&self, topic: &str) -> String {
-        self.output_topic.replace("${topic}", topic)
-    }
-}
-
-pub struct StreamConnector;
-
-impl StreamConnector {
-    pub fn info() -> PluginInfo {
-        PluginInfo {
-            class: "stream",
-            aliases: &["sluice.Stream", "io.sluice.StreamConnector"],
-            kind: ConnectorType::Stream,
-            version: env!("CARGO_PKG_VERSION"),
-            description: "Kafka to Kafka: consumes `topics`, transforms, produces to `output.topic`; exactly-once with Kafka transactions",
-        }
-    }
-
-    pub fn config_definition() -> serde_json::Value {
-        serde_json::json!([
-            {"name": "output.topic", "type": "STRING", "required": true, "default_value": null,
-             "documentation": "Topic to produce to; ${topic} stands for the record's topic after the transforms"},
-        ])
-    }
-
-    /// Every task gets the same config: they share the consumer group.
-    pub fn task_configs(config: &ConfigMap, tasks_max: u32) -> Vec<ConfigMap> {
-        (0..tasks_max).map(|_| config.clone()).collect()
-    }
-}
+use crate::kafka::TaskConsumerContext;
+use crate::kafka::transaction::{TransactionalProducer, TxnFailure, transactional_id};
+use crate::kafka::{await_delivery, enqueue};
 
 pub async fn run(
     mut env: TaskEnv,
@@ -98,7 +34,7 @@ pub async fn run(
     errors: ErrorHandler,
 ) -> Result<(), ConnectError> {
     let (events_tx, mut events_rx) = tokio::sync::mpsc::unbounded_channel();
-    let context = SafeConsumerContext::new(
+    let context = TaskConsumerContext::new(
         events_tx,
         env.connector.clone(),
         env.task_id,
@@ -166,7 +102,7 @@ enum Output {
 async fn run_loop(
     env: &mut TaskEnv,
     config: &StreamConfig,
-    consumer: &Arc<SafeConsumer>,
+    consumer: &Arc<TaskConsumer>,
     output: &mut Output,
     events: &mut tokio::sync::mpsc::UnboundedReceiver<crate::kafka::ConsumerEvent>,
     errors: &ErrorHandler,
@@ -303,7 +239,7 @@ struct Redo {
 /// did not commit (the caller rewinds and reads the batch again).
 #[allow(clippy::too_many_arguments)]
 async fn transact(
-    consumer: &Arc<SafeConsumer>,
+    consumer: &Arc<TaskConsumer>,
     txn: &mut TransactionalProducer,
     errors: &ErrorHandler,
     inputs: &[Record],
@@ -393,7 +329,7 @@ async fn transact(
 /// reads it again. A partition revoked meanwhile is skipped: its new owner
 /// starts from the committed offset.
 async fn rewind(
-    consumer: &Arc<SafeConsumer>,
+    consumer: &Arc<TaskConsumer>,
     first: &BTreeMap<(String, i32), i64>,
     to_committed: bool,
 ) -> Result<(), ConnectError> {

@@ -1,6 +1,9 @@
 //! The connector classes a worker knows: built-in ones, by Sluice's short
 //! name or Kafka Connect's class names.
 
+pub mod native;
+pub mod stream;
+
 use std::sync::Arc;
 
 use sluice_sdk::{ConnectorType, PluginInfo, SinkConnector, SourceConnector};
@@ -18,7 +21,7 @@ impl Plugin {
         match self {
             Plugin::Source(p) => p.info(),
             Plugin::Sink(p) => p.info(),
-            Plugin::Stream => crate::task::stream::StreamConnector::info(),
+            Plugin::Stream => crate::plugin::stream::StreamConnector::info(),
         }
     }
 
@@ -51,7 +54,7 @@ impl Registry {
         plugin_path: &[std::path::PathBuf],
     ) -> (Self, Vec<(std::path::PathBuf, String)>) {
         let mut registry = Self::builtin();
-        let (plugins, mut failures) = crate::native_plugin::scan(plugin_path);
+        let (plugins, mut failures) = native::scan(plugin_path);
         for p in plugins {
             let class = p.info().class;
             if registry.find(class).is_some() {

@@ -1,0 +1,547 @@
+//! A connector config: its name, the keys every connector has (handled by
+//! the runtime), and the plugin's own keys.
+
+use std::path::Path;
+
+use serde::Deserialize;
+use sluice_sdk::config::{ConfigError, ConfigMap, from_string_map};
+
+use super::*;
+
+/// A connector as Kafka Connect's JSON gives it: `{"name": ..., "config": {...}}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnectorSpec {
+    pub name: String,
+    pub config: ConfigMap,
+}
+
+impl ConnectorSpec {
+    pub fn load(file: &Path) -> Result<Self, ConfigFileError> {
+        let json = read_json(file)?;
+        Self::from_json(&json).map_err(|error| ConfigFileError::Invalid {
+            file: file.to_path_buf(),
+            error,
+        })
+    }
+
+    /// Accepts `{"name", "config"}`, or a flat config with a `name` key (the
+    /// shape of Kafka Connect's standalone `.properties` files).
+    pub fn from_json(json: &serde_json::Value) -> Result<Self, ConfigError> {
+        let object = json.as_object().ok_or_else(|| {
+            ConfigError::general("expected a JSON object {\"name\": ..., \"config\": {...}}")
+        })?;
+        let (name, mut config) = match object.get("config") {
+            Some(config) => {
+                for k in object.keys() {
+                    if k != "name" && k != "config" {
+                        return Err(ConfigError::new(
+                            k.as_str(),
+                            "unexpected top-level key; expected only `name` and `config`",
+                        ));
+                    }
+                }
+                let config = string_map_from_json(config).map_err(|e| e.in_namespace("config."))?;
+                let name = match object.get("name") {
+                    Some(serde_json::Value::String(n)) => Some(n.clone()),
+                    Some(_) => return Err(ConfigError::new("name", "expected a string")),
+                    None => None,
+                };
+                (name, config)
+            }
+            None => (None, string_map_from_json(json)?),
+        };
+        let name = match (name, config.get("name")) {
+            (Some(n), Some(inner)) if &n != inner => {
+                return Err(ConfigError::new(
+                    "config.name",
+                    format!("`{inner}` differs from the connector name `{n}`"),
+                ));
+            }
+            (Some(n), _) => n,
+            (None, Some(inner)) => inner.clone(),
+            (None, None) => return Err(ConfigError::new("name", "is required but missing")),
+        };
+        validate_connector_name(&name)?;
+        config.insert("name".into(), name.clone());
+        Ok(ConnectorSpec { name, config })
+    }
+}
+
+pub fn validate_connector_name(name: &str) -> Result<(), ConfigError> {
+    if name.trim().is_empty() {
+        return Err(ConfigError::new("name", "must not be empty"));
+    }
+    if name.chars().any(|c| c.is_control() || c == '/') {
+        return Err(ConfigError::new(
+            "name",
+            "must not contain `/` or control characters",
+        ));
+    }
+    Ok(())
+}
+
+/// The keys every connector has, handled by the runtime rather than the
+/// plugin (Kafka Connect's `ConnectorConfig` and `SinkConnectorConfig`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CommonKeys {
+    name: String,
+    #[serde(rename = "connector.class")]
+    connector_class: String,
+    #[serde(rename = "tasks.max", default = "one")]
+    tasks_max: u32,
+    #[serde(default)]
+    topics: Vec<String>,
+    #[serde(rename = "topics.regex", default)]
+    topics_regex: Option<String>,
+    #[serde(default)]
+    transforms: Vec<String>,
+    #[serde(default)]
+    predicates: Vec<String>,
+    #[serde(rename = "key.converter", default)]
+    key_converter: Option<String>,
+    #[serde(rename = "value.converter", default)]
+    value_converter: Option<String>,
+    #[serde(rename = "key.converter.schemas.enable", default)]
+    key_converter_schemas: Option<bool>,
+    #[serde(rename = "value.converter.schemas.enable", default)]
+    value_converter_schemas: Option<bool>,
+    #[serde(rename = "topic.creation.default.partitions", default)]
+    topic_partitions: Option<i32>,
+    #[serde(rename = "topic.creation.default.replication.factor", default)]
+    topic_replication_factor: Option<i32>,
+    /// Most records per batch through transforms and the sink (Sluice).
+    #[serde(rename = "batch.max.records", default = "default_batch_records")]
+    batch_max_records: usize,
+    /// Longest wait to fill a sink batch, in ms (Sluice).
+    #[serde(rename = "batch.max.ms", default = "default_batch_ms")]
+    batch_max_ms: u64,
+    #[serde(rename = "delivery.guarantee", default)]
+    delivery_guarantee: DeliveryGuarantee,
+    /// Exactly-once sources: when a transaction commits (Kafka Connect's key).
+    #[serde(rename = "transaction.boundary", default)]
+    transaction_boundary: TransactionBoundary,
+    #[serde(rename = "transaction.boundary.interval.ms", default)]
+    transaction_boundary_interval_ms: Option<u64>,
+}
+
+/// `transaction.boundary` of an exactly-once source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TransactionBoundary {
+    /// One transaction per batch the task polls.
+    #[default]
+    Poll,
+    /// One transaction per `transaction.boundary.interval.ms`.
+    Interval,
+    /// Defined by the connector (Kafka Connect); refused with a reason.
+    Connector,
+}
+
+/// `delivery.guarantee`: what a connector promises about each record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DeliveryGuarantee {
+    /// Offsets are committed before the records are written: a crash loses
+    /// what was in flight, never duplicates it.
+    AtMostOnce,
+    /// Offsets are committed after the records are written: a crash
+    /// repeats what was in flight, never loses it.
+    #[default]
+    AtLeastOnce,
+    /// Records and offsets are committed together: a crash neither loses
+    /// nor repeats.
+    ExactlyOnce,
+}
+
+fn one() -> u32 {
+    1
+}
+fn default_batch_records() -> usize {
+    500
+}
+fn default_batch_ms() -> u64 {
+    100
+}
+
+/// Converters Sluice accepts: all of them pass bytes through unchanged, which
+/// is what these do for schemaless JSON.
+const PASS_THROUGH_CONVERTERS: [&str; 6] = [
+    "org.apache.kafka.connect.json.JsonConverter",
+    "org.apache.kafka.connect.storage.StringConverter",
+    "org.apache.kafka.connect.converters.ByteArrayConverter",
+    "JsonConverter",
+    "StringConverter",
+    "ByteArrayConverter",
+];
+
+/// The runtime's part of a connector config, validated; the rest is the
+/// plugin's.
+#[derive(Debug, Clone)]
+pub struct CommonConfig {
+    pub name: String,
+    pub connector_class: String,
+    pub tasks_max: u32,
+    pub topics: Vec<String>,
+    pub transforms: Vec<TransformSpec>,
+    pub topic_partitions: Option<i32>,
+    pub topic_replication_factor: Option<i32>,
+    pub batch_max_records: usize,
+    pub batch_max_ms: u64,
+    pub errors: ErrorPolicy,
+    pub key_converter: Converter,
+    pub value_converter: Converter,
+    pub delivery_guarantee: DeliveryGuarantee,
+    pub transaction_boundary: TransactionBoundary,
+    /// None: the worker's `offset.flush.interval.ms`.
+    pub transaction_boundary_interval_ms: Option<u64>,
+    /// `consumer.override.*`, over the worker's `consumer.*`.
+    pub consumer_overrides: ConfigMap,
+    /// `producer.override.*`, over the worker's `producer.*`.
+    pub producer_overrides: ConfigMap,
+}
+
+/// What a sink checks a consumed key or value is, before anything else
+/// (Kafka Connect's converter stage; Sluice passes the bytes on unchanged).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Converter {
+    /// Any bytes (also the default when no converter is named).
+    ByteArray,
+    /// UTF-8 text.
+    String,
+    /// JSON (schemaless).
+    Json,
+}
+
+impl Converter {
+    fn parse(key: &str, class: Option<&str>) -> Result<Self, ConfigError> {
+        Ok(match class.map(|c| c.rsplit('.').next().unwrap_or(c)) {
+            None | Some("ByteArrayConverter") => Converter::ByteArray,
+            Some("StringConverter") => Converter::String,
+            Some("JsonConverter") => Converter::Json,
+            Some(_) => {
+                return Err(ConfigError::new(
+                    key,
+                    format!(
+                        "`{}` is not supported; Sluice passes bytes through (JsonConverter with schemas.enable=false, StringConverter or ByteArrayConverter)",
+                        class.unwrap_or_default()
+                    ),
+                ));
+            }
+        })
+    }
+
+    pub fn class_name(self) -> &'static str {
+        match self {
+            Converter::ByteArray => "org.apache.kafka.connect.converters.ByteArrayConverter",
+            Converter::String => "org.apache.kafka.connect.storage.StringConverter",
+            Converter::Json => "org.apache.kafka.connect.json.JsonConverter",
+        }
+    }
+
+    /// Checks one part of a consumed record.
+    pub fn check(self, bytes: Option<&[u8]>) -> Result<(), sluice_sdk::ConnectError> {
+        let Some(b) = bytes else { return Ok(()) };
+        match self {
+            Converter::ByteArray => Ok(()),
+            Converter::String => std::str::from_utf8(b).map(|_| ()).map_err(|e| {
+                sluice_sdk::ConnectError::data(format!("not UTF-8: {e}")).with_class("InvalidUtf8")
+            }),
+            Converter::Json => serde_json::from_slice::<serde::de::IgnoredAny>(b)
+                .map(|_| ())
+                .map_err(|e| {
+                    sluice_sdk::ConnectError::data(format!("not JSON: {e}"))
+                        .with_class("MalformedJson")
+                }),
+        }
+    }
+}
+
+impl CommonConfig {
+    /// Splits `config` into the validated common part and the plugin's keys.
+    pub fn split(config: &ConfigMap) -> Result<(CommonConfig, ConfigMap), ConfigError> {
+        let mut common = ConfigMap::new();
+        let mut plugin = ConfigMap::new();
+        let mut transform_keys = ConfigMap::new();
+        let mut predicate_keys = ConfigMap::new();
+        let mut error_keys = ConfigMap::new();
+        let mut consumer_overrides = ConfigMap::new();
+        let mut producer_overrides = ConfigMap::new();
+        for (k, v) in config {
+            if let Some(rest) = k.strip_prefix("consumer.override.") {
+                consumer_overrides.insert(rest.to_string(), v.clone());
+            } else if let Some(rest) = k.strip_prefix("producer.override.") {
+                producer_overrides.insert(rest.to_string(), v.clone());
+            } else if let Some(rest) = k.strip_prefix("transforms.") {
+                transform_keys.insert(rest.to_string(), v.clone());
+            } else if let Some(rest) = k.strip_prefix("predicates.") {
+                predicate_keys.insert(rest.to_string(), v.clone());
+            } else if let Some(rest) = k.strip_prefix("errors.") {
+                error_keys.insert(rest.to_string(), v.clone());
+            } else if is_common_key(k) {
+                common.insert(k.clone(), v.clone());
+            } else {
+                plugin.insert(k.clone(), v.clone());
+            }
+        }
+        let keys: CommonKeys = from_string_map(&common)?;
+        // What the runtime's guarantees rest on is not the connector's to change.
+        for (prefix, overrides, fixed) in [
+            (
+                "consumer.override.",
+                &consumer_overrides,
+                &[
+                    "group.id",
+                    "enable.auto.commit",
+                    "enable.auto.offset.store",
+                    "isolation.level",
+                    "auto.offset.reset",
+                ][..],
+            ),
+            (
+                "producer.override.",
+                &producer_overrides,
+                &["transactional.id", "enable.idempotence"][..],
+            ),
+        ] {
+            if let Some(k) = overrides.keys().find(|k| fixed.contains(&k.as_str())) {
+                return Err(ConfigError::new(
+                    format!("{prefix}{k}"),
+                    "is set by Sluice to keep the delivery guarantee and cannot be overridden",
+                ));
+            }
+        }
+        if keys.tasks_max == 0 {
+            return Err(ConfigError::new("tasks.max", "must be at least 1"));
+        }
+        if keys.topics_regex.is_some() {
+            return Err(ConfigError::new(
+                "topics.regex",
+                "is not supported yet; list the topics in `topics`",
+            ));
+        }
+        for (key, converter, schemas) in [
+            (
+                "key.converter",
+                &keys.key_converter,
+                keys.key_converter_schemas,
+            ),
+            (
+                "value.converter",
+                &keys.value_converter,
+                keys.value_converter_schemas,
+            ),
+        ] {
+            if let Some(c) = converter
+                && !PASS_THROUGH_CONVERTERS.contains(&c.as_str())
+            {
+                return Err(ConfigError::new(
+                    key,
+                    format!(
+                        "`{c}` is not supported; Sluice passes bytes through (JsonConverter with schemas.enable=false, StringConverter or ByteArrayConverter)"
+                    ),
+                ));
+            }
+            if schemas == Some(true) {
+                return Err(ConfigError::new(
+                    format!("{key}.schemas.enable"),
+                    "schema envelopes are not supported; set it to false",
+                ));
+            }
+        }
+        if keys.batch_max_records == 0 {
+            return Err(ConfigError::new("batch.max.records", "must be at least 1"));
+        }
+        if keys.transaction_boundary == TransactionBoundary::Connector {
+            return Err(ConfigError::new(
+                "transaction.boundary",
+                "`connector` (boundaries defined by the connector) is not supported: Sluice's connector API has no way to define them; use poll or interval",
+            ));
+        }
+        if keys.transaction_boundary_interval_ms.is_some()
+            && keys.transaction_boundary != TransactionBoundary::Interval
+        {
+            return Err(ConfigError::new(
+                "transaction.boundary.interval.ms",
+                "applies only with transaction.boundary=interval",
+            ));
+        }
+        if keys.transaction_boundary_interval_ms == Some(0) {
+            return Err(ConfigError::new(
+                "transaction.boundary.interval.ms",
+                "must be at least 1",
+            ));
+        }
+        let errors = ErrorPolicy::parse(&error_keys, &keys.topics)?;
+        let key_converter = Converter::parse("key.converter", keys.key_converter.as_deref())?;
+        let value_converter = Converter::parse("value.converter", keys.value_converter.as_deref())?;
+        let predicates = parse_predicates(&keys.predicates, &predicate_keys)?;
+        let transforms = parse_transforms(&keys.transforms, &transform_keys, &predicates)?;
+        Ok((
+            CommonConfig {
+                name: keys.name,
+                connector_class: keys.connector_class,
+                tasks_max: keys.tasks_max,
+                topics: keys.topics,
+                transforms,
+                topic_partitions: keys.topic_partitions,
+                topic_replication_factor: keys.topic_replication_factor,
+                batch_max_records: keys.batch_max_records,
+                batch_max_ms: keys.batch_max_ms,
+                errors,
+                key_converter,
+                value_converter,
+                delivery_guarantee: keys.delivery_guarantee,
+                transaction_boundary: keys.transaction_boundary,
+                transaction_boundary_interval_ms: keys.transaction_boundary_interval_ms,
+                consumer_overrides,
+                producer_overrides,
+            },
+            plugin,
+        ))
+    }
+}
+
+fn is_common_key(k: &str) -> bool {
+    matches!(
+        k,
+        "name"
+            | "connector.class"
+            | "tasks.max"
+            | "topics"
+            | "topics.regex"
+            | "transforms"
+            | "predicates"
+            | "key.converter"
+            | "value.converter"
+            | "key.converter.schemas.enable"
+            | "value.converter.schemas.enable"
+            | "topic.creation.default.partitions"
+            | "topic.creation.default.replication.factor"
+            | "batch.max.records"
+            | "batch.max.ms"
+            | "delivery.guarantee"
+            | "transaction.boundary"
+            | "transaction.boundary.interval.ms"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn connector_spec_shapes() {
+        let spec = ConnectorSpec::from_json(
+            &json!({"name": "a", "config": {"connector.class": "datagen", "tasks.max": 2}}),
+        )
+        .unwrap();
+        assert_eq!(spec.config.get("tasks.max").unwrap(), "2");
+        assert_eq!(spec.config.get("name").unwrap(), "a");
+        let err = ConnectorSpec::from_json(
+            &json!({"config": {"connector.class": "x", "nested": {"a": 1}}}),
+        )
+        .unwrap_err();
+        assert_eq!(err.key.as_deref(), Some("config.nested"));
+        let err =
+            ConnectorSpec::from_json(&json!({"config": {"connector.class": "x"}})).unwrap_err();
+        assert_eq!(err.key.as_deref(), Some("name"));
+    }
+
+    #[test]
+    fn common_keys_and_transforms() {
+        let spec = ConnectorSpec::from_json(&json!({"name": "s", "config": {
+            "connector.class": "jdbc-sink", "topics": "a, b", "transforms": "t",
+            "transforms.t.type": "wasm", "transforms.t.module": "x.wasm", "transforms.t.field": "f",
+            "connection.url": "jdbc:sqlite:x.db"
+        }}))
+        .unwrap();
+        let (common, plugin) = CommonConfig::split(&spec.config).unwrap();
+        assert_eq!(common.topics, vec!["a", "b"]);
+        assert_eq!(common.transforms[0].config.get("field").unwrap(), "f");
+        assert_eq!(plugin.keys().collect::<Vec<_>>(), vec!["connection.url"]);
+
+        let mut bad = spec.config.clone();
+        bad.insert("transforms.u.type".into(), "wasm".into());
+        let err = CommonConfig::split(&bad).unwrap_err();
+        assert_eq!(err.key.as_deref(), Some("transforms.u.type"));
+        let mut bad = spec.config.clone();
+        bad.insert(
+            "transforms.t.type".into(),
+            "org.apache.kafka.connect.transforms.Flatten$Value".into(),
+        );
+        let err = CommonConfig::split(&bad).unwrap_err();
+        assert_eq!(err.key.as_deref(), Some("transforms.t.type"));
+        // A standard transform takes its module from the library.
+        bad.insert(
+            "transforms.t.type".into(),
+            "org.apache.kafka.connect.transforms.InsertField$Value".into(),
+        );
+        let err = CommonConfig::split(&bad).unwrap_err();
+        assert_eq!(err.key.as_deref(), Some("transforms.t.module"));
+        bad.remove("transforms.t.module");
+        let (common, _) = CommonConfig::split(&bad).unwrap();
+        assert_eq!(
+            common.transforms[0].standard.as_deref(),
+            Some("InsertField$Value")
+        );
+        let mut with_predicate = spec.config.clone();
+        for (k, v) in [
+            ("predicates", "onlyOrders"),
+            (
+                "predicates.onlyOrders.type",
+                "org.apache.kafka.connect.transforms.predicates.TopicNameMatches",
+            ),
+            ("predicates.onlyOrders.pattern", "orders-.*"),
+            ("transforms.t.predicate", "onlyOrders"),
+            ("transforms.t.negate", "true"),
+            ("transforms.t.limits.timeout.ms", "250"),
+        ] {
+            with_predicate.insert(k.into(), v.into());
+        }
+        let (common, _) = CommonConfig::split(&with_predicate).unwrap();
+        let t = &common.transforms[0];
+        assert!(t.negate);
+        assert_eq!(t.limits.timeout_ms, 250);
+        assert!(
+            !t.config.contains_key("limits.timeout.ms"),
+            "limits are not passed to configure"
+        );
+        let p = &t.predicate.as_ref().unwrap().kind;
+        let rec = |topic: &str| sluice_sdk::Record {
+            topic: topic.into(),
+            ..Default::default()
+        };
+        assert!(
+            p.test(&rec("orders-eu")) && !p.test(&rec("x-orders-eu")),
+            "whole-topic match"
+        );
+        let mut bad = with_predicate.clone();
+        bad.insert("transforms.t.predicate".into(), "nope".into());
+        assert_eq!(
+            CommonConfig::split(&bad).unwrap_err().key.as_deref(),
+            Some("transforms.t.predicate")
+        );
+        let mut bad = with_predicate.clone();
+        bad.insert("predicates.onlyOrders.pattern".into(), "(".into());
+        assert_eq!(
+            CommonConfig::split(&bad).unwrap_err().key.as_deref(),
+            Some("predicates.onlyOrders.pattern")
+        );
+        let mut bad = with_predicate.clone();
+        bad.insert("transforms.t.limits.cpu".into(), "1".into());
+        assert_eq!(
+            CommonConfig::split(&bad).unwrap_err().key.as_deref(),
+            Some("transforms.t.limits.cpu")
+        );
+
+        let mut bad = spec.config.clone();
+        bad.insert("tasks.max".into(), "lots".into());
+        let err = CommonConfig::split(&bad).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "key `tasks.max`: expected a non-negative integer, got `lots`"
+        );
+    }
+}

@@ -26,7 +26,7 @@ use rdkafka::producer::{FutureProducer, FutureRecord};
 use sluice_sdk::{ConnectError, ErrorKind, Record};
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{DeadLetterQueue, ErrorPolicy, RetryBudget};
+use crate::config::{DeadLetterQueue, ErrorPolicy, RetryBudget, backoff};
 use crate::metrics::Metrics;
 
 /// Where in the flow a failure happened (Kafka Connect's stage names).
@@ -74,25 +74,6 @@ impl Stage {
     }
 }
 
-/// Exponential backoff from 100 ms with jitter (half to the whole delay),
-/// capped at `max`.
-pub fn backoff(attempt: u32, max: Duration) -> Duration {
-    let base = Duration::from_millis(100).saturating_mul(1u32 << attempt.min(16));
-    let capped = base.min(max);
-    let jitter = rand_fraction();
-    capped.mul_f64(0.5 + 0.5 * jitter)
-}
-
-fn rand_fraction() -> f64 {
-    // Jitter needs no cryptographic quality: the clock's low bits mixed.
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    let mixed = (u64::from(nanos)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 11;
-    (mixed as f64) / ((1u64 << 53) as f64)
-}
-
 pub struct Retrier<'a> {
     handler: &'a ErrorHandler,
     stage: Stage,
@@ -132,6 +113,61 @@ impl Retrier<'_> {
         }
     }
 }
+
+/// What to do after a failed attempt (see [`Retrier::after`]).
+pub enum Retry {
+    /// Waited out the backoff: try again.
+    Again,
+    /// The task is stopping: nothing more is tried.
+    Stopped,
+    /// Not retriable, or the budget is spent (the error then says what
+    /// failed and after how many attempts).
+    Failed(ConnectError),
+}
+
+impl Retrier<'_> {
+    /// After a failed attempt at infrastructure `what`: waits and says to
+    /// try again while the failure is retriable and the budget allows.
+    pub async fn after(&mut self, e: ConnectError, what: &str) -> Retry {
+        if e.kind != ErrorKind::Retriable {
+            return Retry::Failed(e);
+        }
+        if self.again(&e).await {
+            Retry::Again
+        } else if self.handler.is_cancelled() {
+            Retry::Stopped
+        } else {
+            Retry::Failed(infrastructure_exhausted(what, e, self.attempts))
+        }
+    }
+}
+
+/// The one retry loop for infrastructure: evaluates `$operation` (an
+/// expression with `.await`s, evaluated anew for each attempt) until it
+/// succeeds, retrying retriable failures with backoff within
+/// `errors.infrastructure.retry.timeout` and `errors.retry.max.attempts`.
+/// `Ok(Some(value))`; `Ok(None)` when the task is stopping; `Err` with a
+/// failure that is not retriable (for the caller to tolerate or fail on),
+/// or one that outlived the budget, naming `$what` and the attempts made.
+///
+/// A macro, not a function taking an async closure: the operations borrow
+/// the task mutably, and such closures make the task's future not `Send`.
+macro_rules! retry_infrastructure {
+    ($errors:expr, $stage:expr, $what:expr, $operation:expr) => {{
+        let mut retrier = $errors.retrier($stage, true);
+        loop {
+            match $operation {
+                Ok(value) => break Ok(Some(value)),
+                Err(e) => match retrier.after(e, $what).await {
+                    $crate::errors::Retry::Again => {}
+                    $crate::errors::Retry::Stopped => break Ok(None),
+                    $crate::errors::Retry::Failed(e) => break Err(e),
+                },
+            }
+        }
+    }};
+}
+pub(crate) use retry_infrastructure;
 
 /// A failure the handler was asked about.
 pub struct Failure<'a> {
@@ -252,13 +288,17 @@ impl ErrorHandler {
         if let (Some(dlq), Some(producer)) = (&self.policy.dlq, &self.dlq) {
             // Until Kafka has the dead letter, the record is not handled and
             // the batch cannot be committed: retry as infrastructure.
-            let mut retrier = self.retrier(Stage::KafkaProduce, true);
-            loop {
-                match self.dead_letter(dlq, producer, &f).await {
-                    Ok(()) => break,
-                    Err(e) if retrier.again(&e).await => continue,
-                    Err(e) => return Err(e),
-                }
+            let written: Result<Option<()>, ConnectError> = retry_infrastructure!(
+                self,
+                Stage::KafkaProduce,
+                "writing to the dead-letter queue",
+                self.dead_letter(dlq, producer, &f).await
+            );
+            let written = written?;
+            if written.is_none() {
+                return Err(ConnectError::retriable(
+                    "stopped before the dead-letter queue had the record; the batch is not committed",
+                ));
             }
             self.metrics
                 .dlq_records
@@ -402,22 +442,15 @@ fn dead_letter_headers(original: &Record, context: &[(&str, String)]) -> OwnedHe
     headers
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn backoff_grows_with_jitter_and_is_capped() {
-        for attempt in 0..20 {
-            let d = backoff(attempt, Duration::from_secs(2));
-            let full = Duration::from_millis(100)
-                .saturating_mul(1 << attempt.min(16))
-                .min(Duration::from_secs(2));
-            assert!(
-                d >= full / 2 && d <= full,
-                "attempt {attempt}: {d:?} outside {:?}..{full:?}",
-                full / 2
-            );
-        }
-    }
+/// The task fails: the infrastructure stayed unavailable past its budget.
+pub(crate) fn infrastructure_exhausted(what: &str, e: ConnectError, attempts: u32) -> ConnectError {
+    let class = e.class_name().to_string();
+    ConnectError::new(
+        e.kind,
+        format!(
+            "{what} failed after {attempts} attempt(s), nothing was skipped: {}",
+            e.full_message()
+        ),
+    )
+    .with_class(class)
 }

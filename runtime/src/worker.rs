@@ -974,7 +974,7 @@ impl Worker {
             ));
         }
         let topics = self.sink_topics(&spec)?;
-        let (clients, group) = (self.clients.clone(), task::sink::group_id(name));
+        let (clients, group) = (self.clients.clone(), task::group_id(name));
         let committed = tokio::task::spawn_blocking(move || clients.group_offsets(&group, &topics))
             .await
             .map_err(|e| WorkerError::Conflict(e.to_string()))?
@@ -1084,7 +1084,7 @@ impl Worker {
             }
             (ConnectorType::Sink | ConnectorType::Stream, entries) => {
                 let topics = self.sink_topics(&spec)?;
-                let (clients, group) = (self.clients.clone(), task::sink::group_id(name));
+                let (clients, group) = (self.clients.clone(), task::group_id(name));
                 let wanted: Vec<(String, i32, Option<i64>)> = match entries {
                     None => {
                         let (c, g) = (clients.clone(), group.clone());

@@ -149,6 +149,25 @@ impl ErrorPolicy {
     }
 }
 
+/// Exponential backoff from 100 ms with jitter (half to the whole delay),
+/// capped at `max`.
+pub fn backoff(attempt: u32, max: Duration) -> Duration {
+    let base = Duration::from_millis(100).saturating_mul(1u32 << attempt.min(16));
+    let capped = base.min(max);
+    let jitter = rand_fraction();
+    capped.mul_f64(0.5 + 0.5 * jitter)
+}
+
+fn rand_fraction() -> f64 {
+    // Jitter needs no cryptographic quality: the clock's low bits mixed.
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let mixed = (u64::from(nanos)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 11;
+    (mixed as f64) / ((1u64 << 53) as f64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -207,5 +226,20 @@ mod tests {
         assert_eq!(err.key.as_deref(), Some("errors.retry.timeout"));
         let err = ErrorPolicy::parse(&keys(&[("retry.colour", "1")]), &[]).unwrap_err();
         assert_eq!(err.key.as_deref(), Some("errors.retry.colour"));
+    }
+
+    #[test]
+    fn backoff_grows_with_jitter_and_is_capped() {
+        for attempt in 0..20 {
+            let d = backoff(attempt, Duration::from_secs(2));
+            let full = Duration::from_millis(100)
+                .saturating_mul(1 << attempt.min(16))
+                .min(Duration::from_secs(2));
+            assert!(
+                d >= full / 2 && d <= full,
+                "attempt {attempt}: {d:?} outside {:?}..{full:?}",
+                full / 2
+            );
+        }
     }
 }

@@ -138,7 +138,7 @@ impl KafkaClients {
 
     /// A transactional producer for an exactly-once task: `transactional.id`
     /// identifies the task across restarts, so starting it fences any
-    /// earlier incarnation (see [`crate::transaction`]).
+    /// earlier incarnation (see [`super::transaction`]).
     pub fn transactional_producer(
         &self,
         client_id: &str,

@@ -205,7 +205,7 @@ impl TransactionalProducer {
                 Err(e) => match classify(&e) {
                     Class::Retry if attempt < CALL_ATTEMPTS => {
                         tracing::warn!(attempt, error = %e, "sending offsets to the transaction failed; retrying");
-                        tokio::time::sleep(crate::errors::backoff(attempt, Duration::from_secs(5)))
+                        tokio::time::sleep(crate::config::backoff(attempt, Duration::from_secs(5)))
                             .await;
                     }
                     Class::Fatal => {
@@ -253,7 +253,7 @@ impl TransactionalProducer {
                 }
                 Class::Retry if !is_timeout(&e) && attempt < CALL_ATTEMPTS => {
                     tracing::warn!(attempt, error = %e, "committing the transaction failed; retrying");
-                    tokio::time::sleep(crate::errors::backoff(attempt, Duration::from_secs(5)))
+                    tokio::time::sleep(crate::config::backoff(attempt, Duration::from_secs(5)))
                         .await;
                 }
                 Class::Retry => {
@@ -332,7 +332,7 @@ async fn init(
             Ok(()) => return Ok(producer),
             Err(e) if matches!(classify(&e), Class::Retry) && attempt < CALL_ATTEMPTS => {
                 tracing::warn!(attempt, error = %e, "registering the transactional producer failed; retrying");
-                tokio::time::sleep(crate::errors::backoff(attempt, Duration::from_secs(5))).await;
+                tokio::time::sleep(crate::config::backoff(attempt, Duration::from_secs(5))).await;
             }
             Err(e) => {
                 let kind = if matches!(classify(&e), Class::Fatal) {

@@ -12,7 +12,7 @@ use sluice_sdk::{ConnectorType, PluginInfo, SinkConnector, SourceConnector};
 pub enum Plugin {
     Source(Arc<dyn SourceConnector>),
     Sink(Arc<dyn SinkConnector>),
-    /// The built-in Kafka-to-Kafka connector ([`crate::task::stream`]).
+    /// The built-in Kafka-to-Kafka connector (`task::stream` runs it).
     Stream,
 }
 

@@ -3,8 +3,12 @@
 //! transform, produce, commit offsets). All keep one invariant: an offset
 //! is committed only for records that were written.
 
+mod consume;
+pub use consume::group_id;
+mod produce;
 pub mod sink;
 pub mod source;
+mod stages;
 pub mod stream;
 
 use std::sync::{Arc, Mutex};
@@ -120,6 +124,11 @@ pub struct TaskEnv {
 }
 
 impl TaskEnv {
+    /// The `client.id` of the task's Kafka clients.
+    fn client_id(&self) -> String {
+        format!("sluice-{}-{}", self.connector, self.task_id)
+    }
+
     fn is_paused(&self) -> bool {
         *self.paused.borrow()
     }

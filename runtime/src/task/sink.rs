@@ -5,25 +5,17 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures::{FutureExt, StreamExt};
-
-use rdkafka::consumer::{CommitMode, Consumer, StreamConsumer};
-use rdkafka::message::{BorrowedMessage, Headers};
+use rdkafka::consumer::Consumer;
 use rdkafka::{Message, Offset, TopicPartitionList};
-use sluice_sdk::{ConnectError, ErrorKind, Header, PartitionOffset, Record, SinkTask};
+use sluice_sdk::{ConnectError, ErrorKind, PartitionOffset, Record, SinkTask};
 
 use super::TaskEnv;
+use super::consume::*;
+use super::stages::*;
 use crate::config::DeliveryGuarantee;
-use crate::errors::{ErrorHandler, Failure, Stage};
-use crate::kafka::{ConsumerEvent, TaskConsumerContext, is_offset_out_of_range};
+use crate::errors::{ErrorHandler, Failure, Stage, infrastructure_exhausted, retry_infrastructure};
+use crate::kafka::{ConsumerEvent, is_offset_out_of_range};
 use crate::metrics::LATENCY_HEADER;
-
-pub(crate) type TaskConsumer = StreamConsumer<TaskConsumerContext>;
-
-/// Kafka Connect's sink consumer group: `connect-<connector>`.
-pub fn group_id(connector: &str) -> String {
-    format!("connect-{connector}")
-}
 
 pub async fn run(
     mut env: TaskEnv,
@@ -32,25 +24,16 @@ pub async fn run(
 ) -> Result<(), ConnectError> {
     // Opening the sink (a database connection) is retried like any
     // infrastructure failure.
-    let mut retrier = errors.retrier(Stage::TaskPut, true);
-    loop {
-        match task.start().await {
-            Ok(()) => break,
-            Err(e) if retrier.again(&e).await => continue,
-            Err(e) if errors.is_cancelled() => {
-                tracing::info!(error = %e.full_message(), "stopped while the sink was unavailable");
-                return Ok(());
-            }
-            Err(e) => {
-                return Err(infrastructure_exhausted(
-                    "starting the sink",
-                    e,
-                    retrier.attempts(),
-                ));
-            }
-        }
+    let started: Result<_, ConnectError> = retry_infrastructure!(
+        errors,
+        Stage::TaskPut,
+        "starting the sink",
+        task.start().await
+    );
+    if started?.is_none() {
+        tracing::info!("stopped while the sink was unavailable");
+        return Ok(());
     }
-    let (events_tx, mut events_rx) = tokio::sync::mpsc::unbounded_channel();
     let exactly_once = env.common.delivery_guarantee == DeliveryGuarantee::ExactlyOnce;
     if exactly_once && !task.supports_exactly_once() {
         return Err(ConnectError::fatal(format!(
@@ -58,31 +41,8 @@ pub async fn run(
             env.common.connector_class
         )));
     }
-    let mut context = TaskConsumerContext::new(
-        events_tx,
-        env.connector.clone(),
-        env.task_id,
-        env.metrics.clone(),
-    );
-    if exactly_once {
-        context = context.pausing_assigned_partitions();
-    }
-    context = context.with_longest_batch(longest_batch(&env.common));
-    let client_id = format!("sluice-{}-{}", env.connector, env.task_id);
-    let consumer = Arc::new(
-        env.clients
-            .consumer(
-                &group_id(&env.connector),
-                &client_id,
-                context,
-                &env.common.consumer_overrides,
-            )
-            .map_err(|e| ConnectError::fatal("creating the Kafka consumer").with_source(e))?,
-    );
-    let topics: Vec<&str> = env.common.topics.iter().map(String::as_str).collect();
-    consumer
-        .subscribe(&topics)
-        .map_err(|e| ConnectError::fatal(format!("subscribing to {topics:?}")).with_source(e))?;
+    let (consumer, mut events_rx) = task_consumer(&env, exactly_once)?;
+    subscribe(&env, &consumer)?;
     // However the task ends (even dropped mid-batch when aborted), nothing
     // is held once it does: a revocation that waited, or the consumer's
     // own on close, goes through.
@@ -91,47 +51,6 @@ pub async fn run(
     close_consumer(&env, &consumer).await;
     task.stop().await;
     result
-}
-
-/// The end of a consuming task: nothing held any more, and the group left
-/// if the task goes away for good.
-pub(crate) async fn close_consumer(env: &TaskEnv, consumer: &Arc<TaskConsumer>) {
-    consumer.context().mark_closing();
-    release_revocations(consumer).await;
-    if env.leave_group.load(std::sync::atomic::Ordering::SeqCst) {
-        // The task goes away for good (or its offsets are to be changed):
-        // leave the group now rather than when the session times out, so
-        // the partitions move on at once.
-        let leaving = consumer.clone();
-        let _ = tokio::task::spawn_blocking(move || leaving.unsubscribe()).await;
-    }
-    // Otherwise (a restart) the consumer closes without leaving: as a
-    // static member, its successor takes the same partitions back without
-    // a rebalance if it rejoins within `session.timeout.ms`.
-}
-
-/// Marks the consumer closing and releases held revocations when dropped,
-/// before the consumer closes (it holds a reference): a close waiting for
-/// a revocation the loop will never release would never end.
-pub(crate) struct ReleaseOnDrop(pub(crate) Arc<TaskConsumer>);
-
-impl Drop for ReleaseOnDrop {
-    fn drop(&mut self) {
-        let context = self.0.context();
-        context.mark_closing();
-        context.release_revocations(self.0.as_ref());
-    }
-}
-
-/// How long one batch may take to be written, with its retries: the
-/// consumer's `max.poll.interval.ms` (the rebalance timeout, which bounds
-/// how long a revocation can wait for the batch) is sized to cover it.
-pub(crate) fn longest_batch(common: &crate::config::CommonConfig) -> Duration {
-    let retries = match common.errors.infrastructure_retry {
-        crate::config::RetryBudget::Within(d) => d,
-        crate::config::RetryBudget::Forever => Duration::MAX,
-    };
-    Duration::from_millis(common.batch_max_ms).saturating_add(retries)
 }
 
 /// A batch still being written after this long pauses the task's
@@ -144,19 +63,6 @@ enum BatchEnd {
     Done,
     /// The task is stopping; what was not committed is read again.
     Stop,
-}
-
-/// The task fails: the infrastructure stayed unavailable past its budget.
-pub(crate) fn infrastructure_exhausted(what: &str, e: ConnectError, attempts: u32) -> ConnectError {
-    let class = e.class_name().to_string();
-    ConnectError::new(
-        e.kind,
-        format!(
-            "{what} failed after {attempts} attempt(s), nothing was skipped: {}",
-            e.full_message()
-        ),
-    )
-    .with_class(class)
 }
 
 async fn run_loop(
@@ -219,12 +125,6 @@ async fn run_loop(
             return Ok(());
         }
     }
-}
-
-/// Releases the partitions whose revocation waited for the batch.
-pub(crate) async fn release_revocations(consumer: &Arc<TaskConsumer>) {
-    let c = consumer.clone();
-    let _ = tokio::task::spawn_blocking(move || c.context().release_revocations(c.as_ref())).await;
 }
 
 /// Drives `work` (a batch being written); if it takes longer than
@@ -380,20 +280,14 @@ async fn write_batch(
                 }
                 return Err(e);
             }
-            let mut retrier = errors.retrier(Stage::TaskPut, true);
-            loop {
-                match task.flush().await {
-                    Ok(()) => break,
-                    Err(e) if retrier.again(&e).await => continue,
-                    Err(_) if env.cancel.is_cancelled() => return Ok(BatchEnd::Stop),
-                    Err(e) => {
-                        return Err(infrastructure_exhausted(
-                            "flushing the sink",
-                            e,
-                            retrier.attempts(),
-                        ));
-                    }
-                }
+            let flushed: Result<_, ConnectError> = retry_infrastructure!(
+                errors,
+                Stage::TaskPut,
+                "flushing the sink",
+                task.flush().await
+            );
+            if flushed?.is_none() {
+                return Ok(BatchEnd::Stop);
             }
             written - dead.len()
         }
@@ -417,96 +311,6 @@ async fn write_batch(
         .with_label_values(&[c.as_str(), t.as_str()])
         .observe(started.elapsed().as_secs_f64());
     Ok(BatchEnd::Done)
-}
-
-/// The converter stage: is each key and value what the connector says it
-/// is? Those that are not go to the error handler.
-pub(crate) async fn check_converters(
-    env: &TaskEnv,
-    errors: &ErrorHandler,
-    batch: Vec<Record>,
-) -> Result<Vec<Record>, ConnectError> {
-    let mut inputs = Vec::with_capacity(batch.len());
-    for r in batch {
-        let checks = [
-            (
-                Stage::KeyConverter,
-                env.common.key_converter,
-                r.key.as_deref(),
-            ),
-            (
-                Stage::ValueConverter,
-                env.common.value_converter,
-                r.value.as_deref(),
-            ),
-        ];
-        let failed = checks.into_iter().find_map(|(stage, converter, bytes)| {
-            converter.check(bytes).err().map(|e| (stage, converter, e))
-        });
-        match failed {
-            None => inputs.push(r),
-            Some((stage, converter, e)) => {
-                errors
-                    .give_up(Failure {
-                        record: Some(&r),
-                        stage,
-                        component: converter.class_name(),
-                        error: &e,
-                        attempts: 1,
-                    })
-                    .await?;
-            }
-        }
-    }
-    Ok(inputs)
-}
-
-/// Runs the chain; records that failed retriably are tried again within
-/// `errors.retry.timeout`; what still fails goes to the error handler.
-/// Returns the outputs, each with the index of its input.
-pub(crate) async fn transform_all(
-    env: &mut TaskEnv,
-    errors: &ErrorHandler,
-    inputs: &[Record],
-) -> Result<Vec<(usize, Record)>, ConnectError> {
-    let results = env.transform(inputs.to_vec()).await?;
-    let mut outputs = Vec::with_capacity(results.len());
-    for (i, result) in results.into_iter().enumerate() {
-        let mut result = result;
-        let mut retrier = errors.retrier(Stage::Transformation, false);
-        loop {
-            match result {
-                Ok(records) => {
-                    outputs.extend(records.into_iter().map(|r| (i, r)));
-                    break;
-                }
-                Err(failure) => {
-                    if retrier.again(&failure.error).await {
-                        result = env
-                            .transform(vec![inputs[i].clone()])
-                            .await?
-                            .pop()
-                            .expect("one result");
-                        continue;
-                    }
-                    env.count("transform", "failed", 1);
-                    let component = format!("transform `{}`", failure.transform);
-                    errors
-                        .give_up(Failure {
-                            record: Some(&inputs[i]),
-                            stage: Stage::Transformation,
-                            component: &component,
-                            error: &failure.error,
-                            attempts: retrier.attempts(),
-                        })
-                        .await?;
-                    break;
-                }
-            }
-        }
-    }
-    env.count("transform", "ok", outputs.len());
-    Ok(outputs)
 }
 
 /// Writes the outputs but those in `dead`. Infrastructure failures are
@@ -576,155 +380,6 @@ async fn put_isolating(
         }
     }
     Ok(())
-}
-
-/// While the connector is paused: the assigned partitions are paused and the
-/// consumer keeps polling (so it stays in its group); a record from a
-/// partition assigned meanwhile is sought back and that partition paused
-/// too. Returns false if the task is being stopped.
-pub(crate) async fn pause_consumer(env: &mut TaskEnv, consumer: &Arc<TaskConsumer>) -> bool {
-    env.status.set(crate::task::State::Paused, None);
-    tracing::info!("paused");
-    if let Ok(assignment) = consumer.assignment() {
-        let _ = consumer.pause(&assignment);
-    }
-    loop {
-        if !*env.paused.borrow_and_update() {
-            break;
-        }
-        tokio::select! {
-            _ = env.cancel.cancelled() => return false,
-            _ = env.paused.changed() => {}
-            received = tokio::time::timeout(Duration::from_millis(200), consumer.recv()) => {
-                if let Ok(Ok(m)) = received {
-                    let (topic, partition, offset) = (m.topic().to_string(), m.partition(), m.offset());
-                    drop(m);
-                    let _ = consumer.seek(&topic, partition, Offset::Offset(offset), Duration::from_secs(5));
-                    let mut tpl = TopicPartitionList::new();
-                    tpl.add_partition(&topic, partition);
-                    let _ = consumer.pause(&tpl);
-                }
-            }
-        }
-    }
-    if let Ok(assignment) = consumer.assignment() {
-        let _ = consumer.resume(&assignment);
-    }
-    env.status.set(crate::task::State::Running, None);
-    tracing::info!("resumed");
-    true
-}
-
-/// Up to `max_records`, waiting at most `max_wait` once the first arrives.
-/// Returns early (possibly empty) when the task is cancelled.
-pub(crate) async fn next_batch(
-    env: &TaskEnv,
-    consumer: &Arc<TaskConsumer>,
-    max_records: usize,
-    max_wait: Duration,
-) -> Result<Vec<Record>, ConnectError> {
-    let mut batch = Vec::new();
-    let mut deadline = tokio::time::Instant::now() + Duration::from_secs(1);
-    let mut stream = consumer.stream();
-    while batch.len() < max_records {
-        // A record already fetched is taken at once; only waiting for one
-        // needs the timer and the cancellation check.
-        let received = match stream.next().now_or_never() {
-            Some(r) => Ok(r.expect("kafka streams never end")),
-            None => tokio::select! {
-                biased;
-                _ = env.cancel.cancelled() => break,
-                r = tokio::time::timeout_at(deadline, stream.next()) => {
-                    r.map(|r| r.expect("kafka streams never end"))
-                }
-            },
-        };
-        match received {
-            Err(_elapsed) => break,
-            Ok(Ok(message)) => {
-                let context = consumer.context();
-                if !context.owns(message.topic(), message.partition()) {
-                    // Revoked before this record was taken: its new owner
-                    // reads it.
-                    continue;
-                }
-                if batch.is_empty() {
-                    deadline = tokio::time::Instant::now() + max_wait;
-                    // A revocation from now on waits until the batch is
-                    // committed.
-                    context.hold_revocations();
-                }
-                batch.push(to_record(&message));
-            }
-            Ok(Err(e)) if is_offset_out_of_range(&e) => {
-                return Err(data_loss(env, consumer).await);
-            }
-            Ok(Err(e)) => {
-                // librdkafka recovers from transient errors by itself.
-                tracing::warn!(error = %e, "consumer error");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        }
-    }
-    Ok(batch)
-}
-
-/// Names the partitions whose position the broker no longer has, counts
-/// them, and fails the task: skipping ahead would lose records silently.
-async fn data_loss(env: &TaskEnv, consumer: &Arc<TaskConsumer>) -> ConnectError {
-    let consumer = consumer.clone();
-    let found = tokio::task::spawn_blocking(move || {
-        let mut lost = Vec::new();
-        let assignment = consumer.assignment().unwrap_or_default();
-        let committed = consumer
-            .committed_offsets(assignment, Duration::from_secs(10))
-            .unwrap_or_default();
-        for e in committed.elements() {
-            let Ok((low, high)) =
-                consumer.fetch_watermarks(e.topic(), e.partition(), Duration::from_secs(10))
-            else {
-                continue;
-            };
-            if let Offset::Offset(position) = e.offset()
-                && (position < low || position > high)
-            {
-                lost.push((e.topic().to_string(), e.partition(), position, low, high));
-            }
-        }
-        lost
-    })
-    .await
-    .unwrap_or_default();
-    let mut details = Vec::new();
-    for (topic, partition, position, low, high) in &found {
-        env.metrics
-            .data_loss
-            .with_label_values(&[
-                env.connector.as_ref(),
-                topic.as_str(),
-                &partition.to_string(),
-            ])
-            .inc();
-        details.push(if position < low {
-            format!("{topic}-{partition}: records {position}..{low} are gone from the broker before they were read")
-        } else {
-            format!(
-                "{topic}-{partition}: the committed position {position} is beyond the partition's end {high}; the broker lost records it had acknowledged"
-            )
-        });
-    }
-    if found.is_empty() {
-        env.metrics
-            .data_loss
-            .with_label_values(&[env.connector.as_ref(), "unknown", "-1"])
-            .inc();
-        details.push("the consumer's position is out of range on a partition".into());
-    }
-    tracing::error!(connector = %env.connector, lost = ?details, "data loss detected");
-    ConnectError::fatal(format!(
-        "data loss: {}; not skipping ahead. Reset the connector's offsets deliberately to go on",
-        details.join("; ")
-    ))
 }
 
 /// Exactly-once: the batch's rows and `offsets` in one sink transaction.
@@ -815,21 +470,14 @@ async fn restore_positions(
     errors: &ErrorHandler,
     partitions: Vec<(String, i32)>,
 ) -> Result<(), ConnectError> {
-    let mut retrier = errors.retrier(Stage::TaskPut, true);
-    let stored = loop {
-        match task.stored_offsets(&partitions).await {
-            Ok(stored) => break stored,
-            Err(e) if e.kind == ErrorKind::Retriable && retrier.again(&e).await => continue,
-            Err(e) if e.kind == ErrorKind::Retriable => {
-                return Err(infrastructure_exhausted(
-                    "reading the offsets stored in the sink",
-                    e,
-                    retrier.attempts(),
-                ));
-            }
-            Err(e) => return Err(e),
-        }
-    };
+    let stored: Result<_, ConnectError> = retry_infrastructure!(
+        errors,
+        Stage::TaskPut,
+        "reading the offsets stored in the sink",
+        task.stored_offsets(&partitions).await
+    );
+    let stored =
+        stored?.ok_or_else(|| ConnectError::retriable("stopped while restoring positions"))?;
     let mut seek = TopicPartitionList::new();
     for o in &stored {
         let _ = seek.add_partition_offset(&o.topic, o.partition, Offset::Offset(o.offset));
@@ -869,87 +517,4 @@ async fn restore_positions(
         "positions restored from the offsets stored in the sink"
     );
     Ok(())
-}
-
-/// At-most-once: the offsets must be committed before anything is written;
-/// retried like any infrastructure failure, and the task fails (nothing
-/// written, nothing skipped) if the group never takes them.
-pub(crate) async fn commit_before_writing(
-    env: &TaskEnv,
-    consumer: &Arc<TaskConsumer>,
-    errors: &ErrorHandler,
-    next: &BTreeMap<(String, i32), i64>,
-) -> Result<(), ConnectError> {
-    let mut retrier = errors.retrier(Stage::TaskPut, true);
-    loop {
-        match commit_offsets(consumer, next).await {
-            Ok(()) => return Ok(()),
-            Err(e) => {
-                let e = ConnectError::retriable("committing offsets before writing (at-most-once)")
-                    .with_source(e);
-                if !env.cancel.is_cancelled() && retrier.again(&e).await {
-                    continue;
-                }
-                return Err(infrastructure_exhausted(
-                    "committing offsets",
-                    e,
-                    retrier.attempts(),
-                ));
-            }
-        }
-    }
-}
-
-async fn commit_offsets(
-    consumer: &Arc<TaskConsumer>,
-    next: &BTreeMap<(String, i32), i64>,
-) -> Result<(), rdkafka::error::KafkaError> {
-    let mut tpl = TopicPartitionList::with_capacity(next.len());
-    for ((topic, partition), offset) in next {
-        let _ = tpl.add_partition_offset(topic, *partition, Offset::Offset(*offset));
-    }
-    let consumer = consumer.clone();
-    tokio::task::spawn_blocking(move || consumer.commit(&tpl, CommitMode::Sync))
-        .await
-        .unwrap_or(Err(rdkafka::error::KafkaError::Canceled))
-}
-
-pub(crate) async fn commit(
-    env: &TaskEnv,
-    consumer: &Arc<TaskConsumer>,
-    next: &BTreeMap<(String, i32), i64>,
-) {
-    if let Err(e) = commit_offsets(consumer, next).await {
-        // The records are written; without the commit they are read again
-        // after a restart or rebalance, which the idempotent sink absorbs.
-        let [c, t] = env.labels();
-        env.metrics
-            .commit_failures
-            .with_label_values(&[c.as_str(), t.as_str()])
-            .inc();
-        tracing::warn!(error = %e, "committing offsets failed; the records will be delivered again");
-    }
-}
-
-pub(crate) fn to_record(m: &BorrowedMessage<'_>) -> Record {
-    let headers = m
-        .headers()
-        .map(|hs| {
-            hs.iter()
-                .map(|h| Header {
-                    key: h.key.to_string(),
-                    value: h.value.map(<[u8]>::to_vec),
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    Record {
-        topic: m.topic().to_string(),
-        partition: m.partition(),
-        offset: m.offset(),
-        timestamp: m.timestamp().to_millis(),
-        key: m.key().map(<[u8]>::to_vec),
-        value: m.payload().map(<[u8]>::to_vec),
-        headers,
-    }
 }

@@ -14,9 +14,10 @@ use sluice_sdk::connector::source_partition_key;
 use sluice_sdk::{ConnectError, ErrorKind, Record, SourceOffsets, SourceTask};
 
 use super::TaskEnv;
-use super::sink::{infrastructure_exhausted, transform_all};
+use super::produce::produce_batch;
+use super::stages::transform_all;
 use crate::config::{DeliveryGuarantee, TransactionBoundary};
-use crate::errors::{ErrorHandler, Failure, Stage};
+use crate::errors::{ErrorHandler, Failure, Stage, infrastructure_exhausted, retry_infrastructure};
 use crate::kafka::transaction::{TransactionalProducer, TxnFailure, transactional_id};
 use crate::kafka::{KafkaClients, await_delivery, enqueue, produce_each};
 use crate::metrics::LATENCY_HEADER;
@@ -60,7 +61,7 @@ pub async fn run(
     offsets: Arc<OffsetStore>,
     errors: ErrorHandler,
 ) -> Result<(), ConnectError> {
-    let client_id = format!("sluice-{}-{}", env.connector, env.task_id);
+    let client_id = env.client_id();
     let result = if env.common.delivery_guarantee == DeliveryGuarantee::ExactlyOnce {
         let id = transactional_id(env.clients.group_id(), &env.connector, env.task_id);
         match TransactionalProducer::start(
@@ -127,43 +128,39 @@ async fn poll_batch(
     errors: &ErrorHandler,
 ) -> Result<Next, ConnectError> {
     let class = env.common.connector_class.clone();
-    let mut retrier = errors.retrier(Stage::TaskPoll, true);
-    let batch = loop {
-        let polled = tokio::select! {
+    let cancel = env.cancel.clone();
+    let polled: Result<_, ConnectError> = retry_infrastructure!(
+        errors,
+        Stage::TaskPoll,
+        "polling the source",
+        tokio::select! {
             biased;
-            _ = env.cancel.cancelled() => return Ok(Next::Stop),
+            _ = cancel.cancelled() => Err(ConnectError::retriable("the task is stopping")),
             polled = task.poll() => polled,
-        };
-        match polled {
-            Ok(Some(batch)) if batch.is_empty() => return Ok(Next::Nothing),
-            Ok(Some(batch)) => break batch,
-            Ok(None) => {
-                tracing::info!("source has no more records");
-                return Ok(Next::Exhausted);
-            }
-            Err(e) if e.kind == ErrorKind::Retriable && retrier.again(&e).await => continue,
-            Err(_) if env.cancel.is_cancelled() => return Ok(Next::Stop),
-            Err(e) if e.kind == ErrorKind::Retriable => {
-                return Err(infrastructure_exhausted(
-                    "polling the source",
-                    e,
-                    retrier.attempts(),
-                ));
-            }
-            Err(e) => {
-                // A poll that failed on bad data: no record to keep, but
-                // the failure is recorded like any other.
-                errors
-                    .give_up(Failure {
-                        record: None,
-                        stage: Stage::TaskPoll,
-                        component: &class,
-                        error: &e,
-                        attempts: 1,
-                    })
-                    .await?;
-                return Ok(Next::Nothing);
-            }
+        }
+    );
+    let batch = match polled {
+        Ok(None) => return Ok(Next::Stop),
+        Ok(Some(None)) => {
+            tracing::info!("source has no more records");
+            return Ok(Next::Exhausted);
+        }
+        Ok(Some(Some(batch))) if batch.is_empty() => return Ok(Next::Nothing),
+        Ok(Some(Some(batch))) => batch,
+        Err(e) if e.kind == ErrorKind::Retriable => return Err(e),
+        Err(e) => {
+            // A poll that failed on bad data: no record to keep, but the
+            // failure is recorded like any other.
+            errors
+                .give_up(Failure {
+                    record: None,
+                    stage: Stage::TaskPoll,
+                    component: &class,
+                    error: &e,
+                    attempts: 1,
+                })
+                .await?;
+            return Ok(Next::Nothing);
         }
     };
     env.swap_chain_if_updated().await;
@@ -253,62 +250,6 @@ async fn run_loop(
     }
 }
 
-/// Produces the outputs: records Kafka refuses for what they are go to the
-/// error handler, other failures are retried as infrastructure. Returns how
-/// many were produced, or None if the task was stopped meanwhile.
-pub(crate) async fn produce_batch(
-    env: &TaskEnv,
-    producer: &FutureProducer,
-    errors: &ErrorHandler,
-    inputs: &[Record],
-    outputs: Vec<(usize, Record)>,
-) -> Result<Option<usize>, ConnectError> {
-    let mut pending = outputs;
-    let mut retrier = errors.retrier(Stage::KafkaProduce, true);
-    let mut produced = 0;
-    while !pending.is_empty() {
-        let records: Vec<Record> = pending.iter().map(|(_, r)| r.clone()).collect();
-        let results = produce_each(producer, &records).await;
-        let mut failed_retriably = Vec::new();
-        let mut last_error = None;
-        for ((origin, record), result) in pending.into_iter().zip(results) {
-            match result {
-                Ok(()) => produced += 1,
-                Err(e) if e.kind == ErrorKind::Data => {
-                    errors
-                        .give_up(Failure {
-                            record: Some(&inputs[origin]),
-                            stage: Stage::KafkaProduce,
-                            component: "kafka-producer",
-                            error: &e,
-                            attempts: 1,
-                        })
-                        .await?;
-                }
-                Err(e) if e.kind == ErrorKind::Fatal => return Err(e),
-                Err(e) => {
-                    failed_retriably.push((origin, record));
-                    last_error = Some(e);
-                }
-            }
-        }
-        pending = failed_retriably;
-        if let Some(e) = last_error
-            && !retrier.again(&e).await
-        {
-            if env.cancel.is_cancelled() {
-                return Ok(None);
-            }
-            return Err(infrastructure_exhausted(
-                "producing to Kafka",
-                e,
-                retrier.attempts(),
-            ));
-        }
-    }
-    Ok(Some(produced))
-}
-
 /// Makes a batch's offsets durable: in the offsets topic (acknowledged by
 /// Kafka) or the offsets file. Returns false if the task was stopped while
 /// Kafka was unavailable.
@@ -322,24 +263,17 @@ async fn write_offsets(
 ) -> Result<bool, ConnectError> {
     if to_topic {
         let records = env.clients.offsets_topic().records(&env.connector, changes);
-        let mut retrier = errors.retrier(Stage::KafkaProduce, true);
-        loop {
-            let failed = produce_each(producer, &records)
+        let written: Result<_, ConnectError> = retry_infrastructure!(
+            errors,
+            Stage::KafkaProduce,
+            "writing source offsets to the offsets topic",
+            produce_each(producer, &records)
                 .await
                 .into_iter()
-                .find_map(Result::err);
-            match failed {
-                None => break,
-                Some(e) if retrier.again(&e).await => continue,
-                Some(_) if env.cancel.is_cancelled() => return Ok(false),
-                Some(e) => {
-                    return Err(infrastructure_exhausted(
-                        "writing source offsets to the offsets topic",
-                        e,
-                        retrier.attempts(),
-                    ));
-                }
-            }
+                .collect::<Result<Vec<()>, _>>()
+        );
+        if written?.is_none() {
+            return Ok(false);
         }
     }
     let updates: SourceOffsets = changes

@@ -16,15 +16,14 @@ use rdkafka::{Offset, TopicPartitionList};
 use sluice_sdk::{ConnectError, ErrorKind, Record};
 
 use super::TaskEnv;
-use super::sink::{
-    ReleaseOnDrop, TaskConsumer, check_converters, close_consumer, commit, commit_before_writing,
-    group_id, infrastructure_exhausted, longest_batch, next_batch, pause_consumer,
-    release_revocations, transform_all,
+use super::consume::{
+    ReleaseOnDrop, TaskConsumer, close_consumer, commit, commit_before_writing, next_batch,
+    pause_consumer, release_revocations, subscribe, task_consumer,
 };
-use super::source::produce_batch;
+use super::produce::produce_batch;
+use super::stages::{check_converters, transform_all};
 use crate::config::{DeliveryGuarantee, StreamConfig};
-use crate::errors::{ErrorHandler, Failure, Stage};
-use crate::kafka::TaskConsumerContext;
+use crate::errors::{ErrorHandler, Failure, Stage, infrastructure_exhausted};
 use crate::kafka::transaction::{TransactionalProducer, TxnFailure, transactional_id};
 use crate::kafka::{await_delivery, enqueue};
 
@@ -33,25 +32,8 @@ pub async fn run(
     config: StreamConfig,
     errors: ErrorHandler,
 ) -> Result<(), ConnectError> {
-    let (events_tx, mut events_rx) = tokio::sync::mpsc::unbounded_channel();
-    let context = TaskConsumerContext::new(
-        events_tx,
-        env.connector.clone(),
-        env.task_id,
-        env.metrics.clone(),
-    )
-    .with_longest_batch(longest_batch(&env.common));
-    let client_id = format!("sluice-{}-{}", env.connector, env.task_id);
-    let consumer = Arc::new(
-        env.clients
-            .consumer(
-                &group_id(&env.connector),
-                &client_id,
-                context,
-                &env.common.consumer_overrides,
-            )
-            .map_err(|e| ConnectError::fatal("creating the Kafka consumer").with_source(e))?,
-    );
+    let (consumer, mut events_rx) = task_consumer(&env, false)?;
+    let client_id = env.client_id();
     let mut output = match env.common.delivery_guarantee {
         DeliveryGuarantee::ExactlyOnce => {
             let id = transactional_id(env.clients.group_id(), &env.connector, env.task_id);
@@ -74,10 +56,7 @@ pub async fn run(
                 .map_err(|e| ConnectError::fatal("creating the Kafka producer").with_source(e))?,
         ),
     };
-    let topics: Vec<&str> = env.common.topics.iter().map(String::as_str).collect();
-    consumer
-        .subscribe(&topics)
-        .map_err(|e| ConnectError::fatal(format!("subscribing to {topics:?}")).with_source(e))?;
+    subscribe(&env, &consumer)?;
     // A revocation waits for the batch in flight (see the sink loop);
     // however the task ends, nothing stays held.
     let _release_on_drop = ReleaseOnDrop(consumer.clone());

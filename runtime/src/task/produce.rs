@@ -1,0 +1,65 @@
+//! Producing a transformed batch (sources and streams), each record's
+//! failure handled by the task's error policy.
+
+use rdkafka::producer::FutureProducer;
+use sluice_sdk::{ConnectError, ErrorKind, Record};
+
+use super::TaskEnv;
+use crate::errors::{ErrorHandler, Failure, Stage, infrastructure_exhausted};
+use crate::kafka::produce_each;
+
+/// Produces the outputs: records Kafka refuses for what they are go to the
+/// error handler, other failures are retried as infrastructure. Returns how
+/// many were produced, or None if the task was stopped meanwhile.
+pub(crate) async fn produce_batch(
+    env: &TaskEnv,
+    producer: &FutureProducer,
+    errors: &ErrorHandler,
+    inputs: &[Record],
+    outputs: Vec<(usize, Record)>,
+) -> Result<Option<usize>, ConnectError> {
+    let mut pending = outputs;
+    let mut retrier = errors.retrier(Stage::KafkaProduce, true);
+    let mut produced = 0;
+    while !pending.is_empty() {
+        let records: Vec<Record> = pending.iter().map(|(_, r)| r.clone()).collect();
+        let results = produce_each(producer, &records).await;
+        let mut failed_retriably = Vec::new();
+        let mut last_error = None;
+        for ((origin, record), result) in pending.into_iter().zip(results) {
+            match result {
+                Ok(()) => produced += 1,
+                Err(e) if e.kind == ErrorKind::Data => {
+                    errors
+                        .give_up(Failure {
+                            record: Some(&inputs[origin]),
+                            stage: Stage::KafkaProduce,
+                            component: "kafka-producer",
+                            error: &e,
+                            attempts: 1,
+                        })
+                        .await?;
+                }
+                Err(e) if e.kind == ErrorKind::Fatal => return Err(e),
+                Err(e) => {
+                    failed_retriably.push((origin, record));
+                    last_error = Some(e);
+                }
+            }
+        }
+        pending = failed_retriably;
+        if let Some(e) = last_error
+            && !retrier.again(&e).await
+        {
+            if env.cancel.is_cancelled() {
+                return Ok(None);
+            }
+            return Err(infrastructure_exhausted(
+                "producing to Kafka",
+                e,
+                retrier.attempts(),
+            ));
+        }
+    }
+    Ok(Some(produced))
+}

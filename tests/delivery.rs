@@ -497,7 +497,7 @@ async fn at_least_once_stream_and_config_errors() {
             &json!({"name": "bad", "config": config}),
         )
         .unwrap();
-        let err = env.worker.validate(&spec).await.err().unwrap();
+        let err = env.worker.validator().validate(&spec).await.err().unwrap();
         assert_eq!(err.key.as_deref(), Some(key), "{err}");
         assert!(err.to_string().contains(says), "{err}");
     }

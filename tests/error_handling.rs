@@ -478,7 +478,7 @@ async fn replay_after_a_fix_delivers_every_dead_letter_once() {
     // Replay through the REST API.
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
-    let app = sluice_runtime::rest::router(env.worker.clone());
+    let app = sluice_runtime::rest::router(env.herder.clone());
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     let http = reqwest::Client::new();
     let dry: Value = http

@@ -15,7 +15,7 @@ async fn a_new_module_is_swapped_in_without_loss_or_duplicates() {
     let env = InProcess::start();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
-    let app = sluice_runtime::rest::router(env.worker.clone());
+    let app = sluice_runtime::rest::router(env.herder.clone());
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
 
     let dir = tempfile::tempdir().unwrap();

@@ -46,7 +46,7 @@ fn plugin_dir() -> PathBuf {
 async fn serve(env: &InProcess) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
-    let app = sluice_runtime::rest::router(env.worker.clone());
+    let app = sluice_runtime::rest::router(env.herder.clone());
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     base
 }

@@ -139,7 +139,7 @@ async fn send(
         }
         None => Body::empty(),
     };
-    let response = sluice_runtime::rest::router(env.worker.clone())
+    let response = sluice_runtime::rest::router(env.herder.clone())
         .oneshot(req.body(body).unwrap())
         .await
         .unwrap();
@@ -782,7 +782,7 @@ async fn unauthorized_answers_match_the_spec() {
     let env = InProcess::start();
     let users = format!("alice:{}\n", hash_password("s3cret").unwrap());
     let app = sluice_runtime::auth::protect(
-        sluice_runtime::rest::router(env.worker.clone()),
+        sluice_runtime::rest::router(env.herder.clone()),
         std::sync::Arc::new(BasicAuth::parse(&users, false).unwrap()),
     );
     let r = app

@@ -26,7 +26,7 @@ async fn call(
 }
 
 async fn raw(env: &InProcess, req: Request<Body>) -> (StatusCode, Value) {
-    let response = sluice_runtime::rest::router(env.worker.clone())
+    let response = sluice_runtime::rest::router(env.herder.clone())
         .oneshot(req)
         .await
         .unwrap();
@@ -261,7 +261,7 @@ async fn a_connector_driven_through_its_states_while_records_flow() {
     env.broker.create_topic("life", 1).await.unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
-    let app = sluice_runtime::rest::router(env.worker.clone());
+    let app = sluice_runtime::rest::router(env.herder.clone());
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     let http = reqwest::Client::new();
 
@@ -436,7 +436,7 @@ async fn offsets_are_read_and_changed_while_stopped() {
     env.broker.create_topic("rewind", 1).await.unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
-    let app = sluice_runtime::rest::router(env.worker.clone());
+    let app = sluice_runtime::rest::router(env.herder.clone());
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     let http = reqwest::Client::new();
     let values: Vec<Vec<u8>> = (0..10)
@@ -872,7 +872,7 @@ async fn any_request_body_gets_a_success_or_a_4xx() {
 async fn serve(env: &InProcess) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
-    let app = sluice_runtime::rest::router(env.worker.clone());
+    let app = sluice_runtime::rest::router(env.herder.clone());
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     base
 }
@@ -1401,9 +1401,9 @@ async fn restarts_show_restarting_until_running() {
 
     // A plain restart: 204, and the connector is never gone meanwhile.
     let restart = {
-        let worker = env.worker.clone();
+        let herder = env.herder.clone();
         tokio::spawn(async move {
-            let r = sluice_runtime::rest::router(worker)
+            let r = sluice_runtime::rest::router(herder)
                 .oneshot(
                     Request::post("/connectors/rs/restart")
                         .body(Body::empty())
@@ -1520,10 +1520,10 @@ async fn basic_auth_guards_the_api() {
     );
     let send = |health_open: bool, uri: &'static str, auth: Option<String>| {
         let users = users.clone();
-        let worker = env.worker.clone();
+        let herder = env.herder.clone();
         async move {
             let app = sluice_runtime::auth::protect(
-                sluice_runtime::rest::router(worker),
+                sluice_runtime::rest::router(herder),
                 Arc::new(BasicAuth::parse(&users, health_open).unwrap()),
             );
             let mut req = Request::get(uri);

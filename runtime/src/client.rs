@@ -688,41 +688,28 @@ pub fn validate(file: &Path, worker_file: Option<&Path>, output: Output) -> Exit
             }),
         }
         .map_err(|e| Failure::Usage(e.to_string()))?;
-        let worker = crate::worker::Worker::new(crate::worker::WorkerOptions {
-            id: "sluice-validate".into(),
-            providers: worker_config.config_providers.clone(),
-            config_store: None,
-            plugin_path: worker_config.plugin_path.clone(),
-            transforms_library: worker_config.transforms_library.clone(),
-            wasm_cache_dir: worker_config.wasm_cache_dir.clone(),
-            // Validation never connects: the clients are only configured.
-            clients: crate::kafka::KafkaClients::new(
-                &worker_config,
-                worker_config.bootstrap_servers.clone().unwrap_or_default(),
-                None,
-            ),
-            offsets: crate::offsets::OffsetStore::open(None)
-                .map_err(|e| Failure::Usage(format!("{e:#}")))?,
-            default_partitions: -1,
-            shutdown_timeout: Duration::from_secs(1),
-            metrics: crate::metrics::Metrics::new(),
-        })
+        let validator = crate::validate::Validator::build(
+            &worker_config.plugin_path,
+            worker_config.wasm_cache_dir.clone(),
+            worker_config.config_providers.clone(),
+            worker_config.transforms_library.clone(),
+            &crate::metrics::Metrics::new(),
+        )
         .map_err(|e| Failure::Usage(format!("{e:#}")))?;
-        let report = runtime()?.block_on(crate::rest::validate_report(&worker, &class, &config));
+        let report = runtime()?.block_on(validator.report(&class, &config));
         match report {
             Ok(report) => Ok((report, class)),
             // An unknown class or a body that is not a config: one error on
             // its key, in the endpoint's shape.
             Err(e) => {
-                let key = if e.status() == StatusCode::NOT_FOUND {
-                    "connector.class"
-                } else {
-                    "config"
+                let key = match e {
+                    crate::validate::ReportError::UnknownClass(_) => "connector.class",
+                    crate::validate::ReportError::BadRequest(_) => "config",
                 };
                 let message = if class.is_empty() && key == "connector.class" {
                     "is required: the connector's class".to_string()
                 } else {
-                    e.message().to_string()
+                    e.to_string()
                 };
                 Ok((
                     json!({"name": class, "error_count": 1, "groups": [], "configs": [

@@ -4,10 +4,10 @@
 pub mod auth;
 pub mod cli;
 pub mod client;
-pub mod cluster;
 pub mod config;
 pub mod dlq;
 pub mod errors;
+pub mod herder;
 pub mod kafka;
 pub mod logging;
 pub mod metrics;
@@ -18,4 +18,5 @@ pub mod rest;
 pub mod task;
 pub mod tls;
 pub mod transform;
+pub mod validate;
 pub mod worker;

@@ -12,8 +12,10 @@ use serde_json::{Value, json};
 use sluice_sdk::ConfigMap;
 
 use crate::config::ConnectorSpec;
+use crate::herder::{Herder, RestartOutcome};
 use crate::task::TaskStatus;
-use crate::worker::{ConnectorStatus, TargetState, Updated, Worker, WorkerError};
+use crate::validate::ReportError;
+use crate::worker::{ConnectorStatus, TargetState, Updated, WorkerError};
 
 /// Every path the API serves, in the order the router is built from. The
 /// OpenAPI document (`docs/openapi.yaml`) is checked against this list.
@@ -44,7 +46,7 @@ pub const PATHS: &[&str] = &[
 ];
 
 /// The handlers of one of [`PATHS`].
-fn handlers(path: &str) -> MethodRouter<Arc<Worker>> {
+fn handlers(path: &str) -> MethodRouter<Arc<Herder>> {
     match path {
         "/" => get(root),
         "/health" => get(health),
@@ -75,20 +77,20 @@ fn handlers(path: &str) -> MethodRouter<Arc<Worker>> {
     }
 }
 
-pub fn router(worker: Arc<Worker>) -> Router {
+pub fn router(herder: Arc<Herder>) -> Router {
     PATHS
         .iter()
         .fold(Router::new(), |r, path| r.route(path, handlers(path)))
         .fallback(not_found)
-        .with_state(worker)
+        .with_state(herder)
 }
 
 /// Only `/metrics`, for a separate `metrics.listener`.
-pub fn metrics_router(worker: Arc<Worker>) -> Router {
+pub fn metrics_router(herder: Arc<Herder>) -> Router {
     Router::new()
         .route("/metrics", get(metrics))
         .fallback(not_found)
-        .with_state(worker)
+        .with_state(herder)
 }
 
 fn logger_json(level: &str, last_modified: Option<i64>) -> Value {
@@ -167,19 +169,19 @@ async fn not_found() -> ApiError {
     ApiError::not_found("no such endpoint")
 }
 
-async fn root(State(worker): State<Arc<Worker>>) -> Json<Value> {
+async fn root(State(herder): State<Arc<Herder>>) -> Json<Value> {
     Json(json!({
         "version": env!("CARGO_PKG_VERSION"),
         "commit": option_env!("SLUICE_GIT_COMMIT").unwrap_or("unknown"),
         "kafka_cluster_id": Value::Null,
-        "worker_id": worker.id,
+        "worker_id": herder.worker_id(),
     }))
 }
 
 /// Kafka Connect's health check: 503 until the worker has restored and
 /// started its connectors.
-async fn health(State(worker): State<Arc<Worker>>) -> Response {
-    if worker.is_starting() {
+async fn health(State(herder): State<Arc<Herder>>) -> Response {
+    if herder.is_starting() {
         return (
             StatusCode::SERVICE_UNAVAILABLE,
             Json(json!({"error_code": 503, "message": "Worker is still starting up: restoring and starting its connectors."})),
@@ -192,36 +194,16 @@ async fn health(State(worker): State<Arc<Worker>>) -> Response {
     .into_response()
 }
 
-async fn metrics(State(worker): State<Arc<Worker>>) -> Response {
+async fn metrics(State(herder): State<Arc<Herder>>) -> Response {
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        worker.metrics().render(),
+        herder.metrics().render(),
     )
         .into_response()
 }
 
-/// Secrets are never shown back.
-pub fn redact(config: &ConfigMap) -> ConfigMap {
-    config
-        .iter()
-        .map(|(k, v)| {
-            let secret = ["password", "secret", "token", "credentials"]
-                .iter()
-                .any(|s| k.to_ascii_lowercase().contains(s));
-            (
-                k.clone(),
-                if secret {
-                    "[hidden]".to_string()
-                } else {
-                    v.clone()
-                },
-            )
-        })
-        .collect()
-}
-
 async fn list_connectors(
-    State(worker): State<Arc<Worker>>,
+    State(herder): State<Arc<Herder>>,
     Query(q): Query<Vec<(String, String)>>,
 ) -> Response {
     let expand: Vec<String> = q
@@ -229,7 +211,7 @@ async fn list_connectors(
         .filter(|(k, _)| k == "expand")
         .map(|(_, v)| v)
         .collect();
-    let names = worker.names().await;
+    let names = herder.names().await;
     if expand.is_empty() {
         return Json(names).into_response();
     }
@@ -237,12 +219,12 @@ async fn list_connectors(
     for name in names {
         let mut entry = serde_json::Map::new();
         if expand.iter().any(|e| e == "status")
-            && let Some(s) = worker.status(&name).await
+            && let Some(s) = herder.status(&name).await
         {
-            entry.insert("status".into(), status_json(&worker, &s));
+            entry.insert("status".into(), status_json(&herder, &s));
         }
         if expand.iter().any(|e| e == "info")
-            && let Some(info) = info_json(&worker, &name).await
+            && let Some(info) = info_json(&herder, &name).await
         {
             entry.insert("info".into(), info);
         }
@@ -251,32 +233,32 @@ async fn list_connectors(
     Json(Value::Object(out)).into_response()
 }
 
-async fn info_json(worker: &Worker, name: &str) -> Option<Value> {
-    let (spec, kind, tasks) = worker.spec(name).await?;
+async fn info_json(herder: &Herder, name: &str) -> Option<Value> {
+    let (spec, kind, tasks) = herder.spec(name).await?;
     Some(json!({
         "name": spec.name,
-        "config": redact(&spec.config),
+        "config": crate::config::redact(&spec.config),
         "tasks": tasks.iter().map(|(id, _)| json!({"connector": spec.name, "task": id})).collect::<Vec<_>>(),
         "type": kind.as_str(),
     }))
 }
 
 async fn get_connector(
-    State(worker): State<Arc<Worker>>,
+    State(herder): State<Arc<Herder>>,
     Path(name): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    info_json(&worker, &name)
+    info_json(&herder, &name)
         .await
         .map(Json)
         .ok_or_else(|| unknown(&name))
 }
 
 async fn get_config(
-    State(worker): State<Arc<Worker>>,
+    State(herder): State<Arc<Herder>>,
     Path(name): Path<String>,
 ) -> Result<Json<ConfigMap>, ApiError> {
-    let (spec, _, _) = worker.spec(&name).await.ok_or_else(|| unknown(&name))?;
-    Ok(Json(redact(&spec.config)))
+    let (spec, _, _) = herder.spec(&name).await.ok_or_else(|| unknown(&name))?;
+    Ok(Json(crate::config::redact(&spec.config)))
 }
 
 /// Maps a body that cannot be read to Kafka Connect's error shape: 400 bad
@@ -285,6 +267,13 @@ fn body_error(e: JsonRejection) -> ApiError {
     ApiError {
         status: e.status(),
         message: format!("request body: {}", e.body_text()),
+    }
+}
+
+fn report_error(e: ReportError) -> ApiError {
+    match e {
+        ReportError::UnknownClass(m) => ApiError::not_found(m),
+        ReportError::BadRequest(m) => ApiError::bad_request(m),
     }
 }
 
@@ -314,18 +303,18 @@ fn worker_error(e: WorkerError) -> ApiError {
 }
 
 async fn get_topics(
-    State(worker): State<Arc<Worker>>,
+    State(herder): State<Arc<Herder>>,
     Path(name): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let topics = worker.topics(&name).await.ok_or_else(|| unknown(&name))?;
+    let topics = herder.topics(&name).await.ok_or_else(|| unknown(&name))?;
     Ok(Json(json!({ name: {"topics": topics} })))
 }
 
 async fn reset_topics(
-    State(worker): State<Arc<Worker>>,
+    State(herder): State<Arc<Herder>>,
     Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    match worker.reset_topics(&name).await {
+    match herder.reset_topics(&name).await {
         true => Ok(StatusCode::NO_CONTENT),
         false => Err(unknown(&name)),
     }
@@ -333,7 +322,7 @@ async fn reset_topics(
 
 /// `PATCH /connectors/{name}/offsets` with `{offsets: [{partition, offset}]}`.
 async fn patch_offsets(
-    State(worker): State<Arc<Worker>>,
+    State(herder): State<Arc<Herder>>,
     Path(name): Path<String>,
     body: Result<Json<Value>, JsonRejection>,
 ) -> Result<Json<Value>, ApiError> {
@@ -347,7 +336,7 @@ async fn patch_offsets(
                 "the body must be {\"offsets\": [{\"partition\": {...}, \"offset\": {...}}]}",
             )
         })?;
-    match worker
+    match herder
         .alter_offsets(&name, Some(entries))
         .await
         .map_err(worker_error)?
@@ -360,10 +349,10 @@ async fn patch_offsets(
 }
 
 async fn delete_offsets(
-    State(worker): State<Arc<Worker>>,
+    State(herder): State<Arc<Herder>>,
     Path(name): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    match worker
+    match herder
         .alter_offsets(&name, None)
         .await
         .map_err(worker_error)?
@@ -376,54 +365,42 @@ async fn delete_offsets(
 }
 
 async fn pause_connector(
-    State(worker): State<Arc<Worker>>,
+    State(herder): State<Arc<Herder>>,
     Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    let changed = match worker.cluster() {
-        Some(cluster) => {
-            cluster
-                .set_target(&worker, &name, TargetState::Paused)
-                .await
-        }
-        None => worker.pause(&name).await,
-    };
-    match changed.map_err(worker_error)? {
+    match herder
+        .set_target(&name, TargetState::Paused)
+        .await
+        .map_err(worker_error)?
+    {
         true => Ok(StatusCode::ACCEPTED),
         false => Err(unknown(&name)),
     }
 }
 
 async fn resume_connector(
-    State(worker): State<Arc<Worker>>,
+    State(herder): State<Arc<Herder>>,
     Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    let changed = match worker.cluster() {
-        Some(cluster) => {
-            cluster
-                .set_target(&worker, &name, TargetState::Running)
-                .await
-        }
-        None => worker.resume(&name).await,
-    };
-    match changed.map_err(worker_error)? {
+    match herder
+        .set_target(&name, TargetState::Running)
+        .await
+        .map_err(worker_error)?
+    {
         true => Ok(StatusCode::ACCEPTED),
         false => Err(unknown(&name)),
     }
 }
 
 async fn stop_connector(
-    State(worker): State<Arc<Worker>>,
+    State(herder): State<Arc<Herder>>,
     Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    let changed = match worker.cluster() {
-        Some(cluster) => {
-            cluster
-                .set_target(&worker, &name, TargetState::Stopped)
-                .await
-        }
-        None => worker.stop(&name).await,
-    };
-    match changed.map_err(worker_error)? {
+    match herder
+        .set_target(&name, TargetState::Stopped)
+        .await
+        .map_err(worker_error)?
+    {
         true => Ok(StatusCode::NO_CONTENT),
         false => Err(unknown(&name)),
     }
@@ -432,7 +409,7 @@ async fn stop_connector(
 /// `POST /connectors` with `{name, config, initial_state?}`: 201, or 409
 /// if it exists.
 async fn create_connector(
-    State(worker): State<Arc<Worker>>,
+    State(herder): State<Arc<Herder>>,
     body: Result<Json<Value>, JsonRejection>,
 ) -> Result<Response, ApiError> {
     let Json(mut body) = body.map_err(body_error)?;
@@ -457,31 +434,24 @@ async fn create_connector(
     };
     let spec = ConnectorSpec::from_json(&body)
         .map_err(|e| ApiError::bad_request(format!("Connector configuration is invalid: {e}")))?;
-    if worker.spec(&spec.name).await.is_some() {
+    if herder.spec(&spec.name).await.is_some() {
         return Err(ApiError {
             status: StatusCode::CONFLICT,
             message: format!("Connector {} already exists", spec.name),
         });
     }
-    match worker.cluster() {
-        Some(cluster) => cluster.create(&worker, &spec, target).await,
-        None => worker.create_in(&spec, target).await,
-    }
-    .map_err(worker_error)?;
-    let info = info_json(&worker, &spec.name)
+    herder.create(&spec, target).await.map_err(worker_error)?;
+    let info = info_json(&herder, &spec.name)
         .await
         .ok_or_else(|| unknown(&spec.name))?;
     Ok((StatusCode::CREATED, Json(info)).into_response())
 }
 
 async fn delete_connector(
-    State(worker): State<Arc<Worker>>,
+    State(herder): State<Arc<Herder>>,
     Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    let deleted = match worker.cluster() {
-        Some(cluster) => cluster.delete(&worker, &name).await.map_err(worker_error)?,
-        None => worker.stop_connector(&name).await,
-    };
+    let deleted = herder.delete(&name).await.map_err(worker_error)?;
     if deleted {
         Ok(StatusCode::NO_CONTENT)
     } else {
@@ -492,7 +462,7 @@ async fn delete_connector(
 /// `PATCH /connectors/{name}/config`: merges the body into the config; a
 /// `null` value removes the key.
 async fn patch_config(
-    State(worker): State<Arc<Worker>>,
+    State(herder): State<Arc<Herder>>,
     Path(name): Path<String>,
     body: Result<Json<Value>, JsonRejection>,
 ) -> Result<Response, ApiError> {
@@ -500,7 +470,7 @@ async fn patch_config(
     let patch = patch
         .as_object()
         .ok_or_else(|| ApiError::bad_request("the body must be a JSON object of config keys"))?;
-    let (spec, _, _) = worker.spec(&name).await.ok_or_else(|| unknown(&name))?;
+    let (spec, _, _) = herder.spec(&name).await.ok_or_else(|| unknown(&name))?;
     let mut merged = serde_json::Map::new();
     for (k, v) in &spec.config {
         merged.insert(k.clone(), Value::String(v.clone()));
@@ -514,12 +484,8 @@ async fn patch_config(
     }
     let spec = ConnectorSpec::from_json(&json!({"name": name, "config": merged}))
         .map_err(|e| ApiError::bad_request(format!("Connector configuration is invalid: {e}")))?;
-    match worker.cluster() {
-        Some(cluster) => cluster.put(&worker, &spec).await,
-        None => worker.put(&spec).await,
-    }
-    .map_err(worker_error)?;
-    let info = info_json(&worker, &name)
+    herder.put(&spec).await.map_err(worker_error)?;
+    let info = info_json(&herder, &name)
         .await
         .ok_or_else(|| unknown(&name))?;
     Ok((StatusCode::OK, Json(info)).into_response())
@@ -539,73 +505,35 @@ struct RestartQuery {
 /// with the status in which what is being restarted shows RESTARTING, the
 /// restart then going on in the background until it is RUNNING again.
 async fn restart_connector(
-    State(worker): State<Arc<Worker>>,
+    State(herder): State<Arc<Herder>>,
     Path(name): Path<String>,
     query: Result<Query<RestartQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Response, ApiError> {
     let Query(q) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
-    if let Some(cluster) = worker.cluster() {
-        // Every worker restarts the tasks it runs.
-        if !cluster
-            .restart(&worker, &name, q.include_tasks, q.only_failed, None)
-            .await
-            .map_err(worker_error)?
-        {
-            return Err(unknown(&name));
-        }
-        if !q.include_tasks && !q.only_failed {
-            return Ok(StatusCode::NO_CONTENT.into_response());
-        }
-        let status = worker.status(&name).await.ok_or_else(|| unknown(&name))?;
-        return Ok((StatusCode::ACCEPTED, Json(status_json(&worker, &status))).into_response());
-    }
-    if !q.include_tasks && !q.only_failed {
-        return match worker.restart(&name).await.map_err(worker_error)? {
-            true => Ok(StatusCode::NO_CONTENT.into_response()),
-            false => Err(unknown(&name)),
-        };
-    }
-    let plan = worker
-        .plan_restart(&name, q.include_tasks, q.only_failed)
+    match herder
+        .restart(&name, q.include_tasks, q.only_failed)
         .await
         .map_err(worker_error)?
-        .ok_or_else(|| unknown(&name))?;
-    let status = worker.status(&name).await.ok_or_else(|| unknown(&name))?;
-    let body = status_json(&worker, &status);
-    let background = worker.clone();
-    tokio::spawn(async move {
-        background.execute_restart(plan).await;
-    });
-    Ok((StatusCode::ACCEPTED, Json(body)).into_response())
+    {
+        RestartOutcome::Unknown => Err(unknown(&name)),
+        RestartOutcome::Restarted => Ok(StatusCode::NO_CONTENT.into_response()),
+        RestartOutcome::Accepted(status) => {
+            Ok((StatusCode::ACCEPTED, Json(status_json(&herder, &status))).into_response())
+        }
+    }
 }
 
 async fn restart_task(
-    State(worker): State<Arc<Worker>>,
+    State(herder): State<Arc<Herder>>,
     Path((name, task)): Path<(String, String)>,
 ) -> Result<StatusCode, ApiError> {
     let id: u32 = task
         .parse()
         .map_err(|_| ApiError::not_found(format!("Task {name}-{task} not found")))?;
-    if worker.spec(&name).await.is_none() {
+    if herder.spec(&name).await.is_none() {
         return Err(unknown(&name));
     }
-    let restarted = match worker.cluster() {
-        Some(cluster) => {
-            let known = worker
-                .spec(&name)
-                .await
-                .is_some_and(|(_, _, tasks)| tasks.iter().any(|(t, _)| *t == id));
-            if known {
-                cluster
-                    .restart(&worker, &name, false, false, Some(id))
-                    .await
-            } else {
-                Ok(false)
-            }
-        }
-        None => worker.restart_task(&name, id).await,
-    };
-    match restarted.map_err(worker_error)? {
+    match herder.restart_task(&name, id).await.map_err(worker_error)? {
         true => Ok(StatusCode::NO_CONTENT),
         false => Err(ApiError::not_found(format!("Task {name}-{id} not found"))),
     }
@@ -615,7 +543,7 @@ async fn restart_task(
 /// nothing and is a 400 naming the key; a transforms-only change is swapped
 /// into the running tasks at their next batch boundary.
 async fn put_config(
-    State(worker): State<Arc<Worker>>,
+    State(herder): State<Arc<Herder>>,
     Path(name): Path<String>,
     body: Result<Json<Value>, JsonRejection>,
 ) -> Result<Response, ApiError> {
@@ -623,12 +551,8 @@ async fn put_config(
         body.map_err(|e| ApiError::bad_request(format!("request body: {}", e.body_text())))?;
     let spec = ConnectorSpec::from_json(&json!({"name": name, "config": config}))
         .map_err(|e| ApiError::bad_request(format!("Connector configuration is invalid: {e}")))?;
-    let outcome = match worker.cluster() {
-        Some(cluster) => cluster.put(&worker, &spec).await,
-        None => worker.put(&spec).await,
-    }
-    .map_err(worker_error)?;
-    let info = info_json(&worker, &name)
+    let outcome = herder.put(&spec).await.map_err(worker_error)?;
+    let info = info_json(&herder, &name)
         .await
         .ok_or_else(|| unknown(&name))?;
     let status = if outcome == Updated::Created {
@@ -651,11 +575,11 @@ async fn put_config(
 /// Replays the connector's dead-letter queue (body: `{to, error_class,
 /// stage, max, dry_run}`, all optional); answers with the replay's report.
 async fn replay_dlq(
-    State(worker): State<Arc<Worker>>,
+    State(herder): State<Arc<Herder>>,
     Path(name): Path<String>,
     body: Option<Json<Value>>,
 ) -> Result<Json<Value>, ApiError> {
-    let (spec, _, _) = worker.spec(&name).await.ok_or_else(|| unknown(&name))?;
+    let (spec, _, _) = herder.spec(&name).await.ok_or_else(|| unknown(&name))?;
     let topic = spec
         .config
         .get("errors.deadletterqueue.topic.name")
@@ -671,7 +595,7 @@ async fn replay_dlq(
             .map_err(|e| ApiError::bad_request(format!("request body: {e}")))?,
         None => Default::default(),
     };
-    let clients = worker.clients().clone();
+    let clients = herder.clients().clone();
     let report =
         tokio::task::spawn_blocking(move || crate::dlq::replay(&clients, topic.trim(), &opts))
             .await
@@ -688,8 +612,11 @@ async fn replay_dlq(
 
 /// A task's status; `worker_id` the worker running it (in a cluster, maybe
 /// another one).
-fn task_json(worker: &Worker, status: &ConnectorStatus, id: u32, s: &TaskStatus) -> Value {
-    let worker_id = status.task_workers.get(&id).unwrap_or(&worker.id);
+fn task_json(herder: &Herder, status: &ConnectorStatus, id: u32, s: &TaskStatus) -> Value {
+    let worker_id = status
+        .task_workers
+        .get(&id)
+        .map_or(herder.worker_id(), String::as_str);
     let mut v = json!({"id": id, "state": s.state, "worker_id": worker_id});
     if let Some(trace) = &s.trace {
         v["trace"] = Value::String(trace.clone());
@@ -697,45 +624,45 @@ fn task_json(worker: &Worker, status: &ConnectorStatus, id: u32, s: &TaskStatus)
     v
 }
 
-fn status_json(worker: &Worker, s: &ConnectorStatus) -> Value {
-    let mut connector = json!({"state": s.connector.state, "worker_id": worker.id});
+fn status_json(herder: &Herder, s: &ConnectorStatus) -> Value {
+    let mut connector = json!({"state": s.connector.state, "worker_id": herder.worker_id()});
     if let Some(trace) = &s.connector.trace {
         connector["trace"] = Value::String(trace.clone());
     }
     json!({
         "name": s.name,
         "connector": connector,
-        "tasks": s.tasks.iter().map(|(id, t)| task_json(worker, s, *id, t)).collect::<Vec<_>>(),
+        "tasks": s.tasks.iter().map(|(id, t)| task_json(herder, s, *id, t)).collect::<Vec<_>>(),
         "type": s.kind.as_str(),
     })
 }
 
 async fn get_status(
-    State(worker): State<Arc<Worker>>,
+    State(herder): State<Arc<Herder>>,
     Path(name): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let s = worker.status(&name).await.ok_or_else(|| unknown(&name))?;
-    Ok(Json(status_json(&worker, &s)))
+    let s = herder.status(&name).await.ok_or_else(|| unknown(&name))?;
+    Ok(Json(status_json(&herder, &s)))
 }
 
 async fn get_tasks(
-    State(worker): State<Arc<Worker>>,
+    State(herder): State<Arc<Herder>>,
     Path(name): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let (spec, _, tasks) = worker.spec(&name).await.ok_or_else(|| unknown(&name))?;
+    let (spec, _, tasks) = herder.spec(&name).await.ok_or_else(|| unknown(&name))?;
     Ok(Json(Value::Array(
         tasks
             .iter()
-            .map(|(id, config)| json!({"id": {"connector": spec.name, "task": id}, "config": redact(config)}))
+            .map(|(id, config)| json!({"id": {"connector": spec.name, "task": id}, "config": crate::config::redact(config)}))
             .collect(),
     )))
 }
 
 async fn get_task_status(
-    State(worker): State<Arc<Worker>>,
+    State(herder): State<Arc<Herder>>,
     Path((name, task)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
-    let s = worker.status(&name).await.ok_or_else(|| unknown(&name))?;
+    let s = herder.status(&name).await.ok_or_else(|| unknown(&name))?;
     let id: u32 = task
         .parse()
         .map_err(|_| ApiError::not_found(format!("Task {name}-{task} not found")))?;
@@ -744,14 +671,14 @@ async fn get_task_status(
         .iter()
         .find(|(i, _)| *i == id)
         .ok_or_else(|| ApiError::not_found(format!("Task {name}-{id} not found")))?;
-    Ok(Json(task_json(&worker, &s, id, t)))
+    Ok(Json(task_json(&herder, &s, id, t)))
 }
 
 async fn get_offsets(
-    State(worker): State<Arc<Worker>>,
+    State(herder): State<Arc<Herder>>,
     Path(name): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let offsets = worker
+    let offsets = herder
         .offsets(&name)
         .await
         .map_err(worker_error)?
@@ -772,12 +699,13 @@ fn yes() -> bool {
 /// Connectors; with `connectorsOnly=false` also the transformations (WASM
 /// and, when the worker has the library, the standard ones) and predicates.
 async fn list_plugins(
-    State(worker): State<Arc<Worker>>,
+    State(herder): State<Arc<Herder>>,
     query: Result<Query<PluginsQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let Query(q) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let version = env!("CARGO_PKG_VERSION");
-    let mut out: Vec<Value> = worker
+    let mut out: Vec<Value> = herder
+        .validator()
         .registry()
         .all()
         .iter()
@@ -788,7 +716,7 @@ async fn list_plugins(
         .collect();
     if !q.connectors_only {
         out.push(json!({"class": "wasm", "type": "transformation", "version": version}));
-        if worker.has_transforms_library() {
+        if herder.validator().has_transforms_library() {
             for t in crate::config::STANDARD_TRANSFORMS {
                 let keyed = !matches!(
                     t,
@@ -816,183 +744,29 @@ async fn list_plugins(
     Ok(Json(Value::Array(out)))
 }
 
-/// Kafka Connect's `ConfigKeyInfo` for every key: the runtime's common keys,
-/// then the plugin's own.
-fn definitions(plugin: &crate::plugin::Plugin) -> Vec<Value> {
-    let mut common = vec![
-        (
-            "name",
-            "STRING",
-            true,
-            Value::Null,
-            "Globally unique name of the connector",
-        ),
-        (
-            "connector.class",
-            "STRING",
-            true,
-            Value::Null,
-            "The connector's class: a Sluice name or Kafka Connect's",
-        ),
-        ("tasks.max", "INT", false, json!("1"), "Most tasks to run"),
-        (
-            "transforms",
-            "LIST",
-            false,
-            json!(""),
-            "Transform aliases, applied in order",
-        ),
-        ("predicates", "LIST", false, json!(""), "Predicate aliases"),
-        (
-            "errors.tolerance",
-            "STRING",
-            false,
-            json!("none"),
-            "none: a failed record fails the task; all: it is skipped (and dead-lettered)",
-        ),
-        (
-            "errors.deadletterqueue.topic.name",
-            "STRING",
-            false,
-            json!(""),
-            "The dead-letter queue",
-        ),
-        (
-            "batch.max.records",
-            "INT",
-            false,
-            json!("500"),
-            "Most records per batch",
-        ),
-    ];
-    if plugin.kind() != sluice_sdk::ConnectorType::Source {
-        common.push(("topics", "LIST", true, Value::Null, "Topics to consume"));
-    }
-    let own = match plugin {
-        crate::plugin::Plugin::Source(p) => p.config_definition(),
-        crate::plugin::Plugin::Sink(p) => p.config_definition(),
-        crate::plugin::Plugin::Stream => {
-            crate::plugin::stream::StreamConnector::config_definition()
-        }
-    };
-    let mut out = Vec::new();
-    for (i, (name, ty, required, default, doc)) in common.into_iter().enumerate() {
-        out.push(json!({"name": name, "type": ty, "required": required, "default_value": default, "importance": "HIGH",
-            "documentation": doc, "group": "Common", "order_in_group": i + 1, "width": "NONE", "display_name": name, "dependents": []}));
-    }
-    for (i, d) in own
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-        .into_iter()
-        .enumerate()
-    {
-        let name = d["name"].clone();
-        out.push(json!({"name": name, "type": d["type"], "required": d["required"], "default_value": d["default_value"],
-            "importance": if d["required"] == true { "HIGH" } else { "MEDIUM" }, "documentation": d["documentation"],
-            "group": "Connector", "order_in_group": i + 1, "width": "NONE", "display_name": name, "dependents": []}));
-    }
-    out
-}
-
-fn find_plugin(worker: &Worker, class: &str) -> Result<crate::plugin::Plugin, ApiError> {
-    worker.registry().find(class).cloned().ok_or_else(|| {
-        ApiError::not_found(format!(
-            "Failed to find any class that implements Connector and which name matches {class}"
-        ))
-    })
-}
-
 async fn plugin_config(
-    State(worker): State<Arc<Worker>>,
+    State(herder): State<Arc<Herder>>,
     Path(class): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let plugin = find_plugin(&worker, &class)?;
-    Ok(Json(Value::Array(definitions(&plugin))))
+    let plugin = herder
+        .validator()
+        .find_plugin(&class)
+        .map_err(report_error)?;
+    Ok(Json(Value::Array(crate::validate::definitions(&plugin))))
 }
 
-/// `PUT /connector-plugins/{class}/config/validate`: see [`validate_report`].
+/// `PUT /connector-plugins/{class}/config/validate`: see
+/// [`crate::validate::Validator::report`].
 async fn validate_plugin_config(
-    State(worker): State<Arc<Worker>>,
+    State(herder): State<Arc<Herder>>,
     Path(class): Path<String>,
     body: Result<Json<Value>, JsonRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let Json(body) = body.map_err(body_error)?;
-    validate_report(&worker, &class, &body).await.map(Json)
-}
-
-/// Every check a create would make (keys, types, the plugin's own keys,
-/// WASM modules loaded and checked against the interface), answered in Kafka
-/// Connect's `ConfigInfos` shape: one entry per key, the first problem found
-/// attached to its key. The REST endpoint and `sluice validate` (offline)
-/// both answer with this.
-pub async fn validate_report(
-    worker: &Worker,
-    class: &str,
-    body: &Value,
-) -> Result<Value, ApiError> {
-    let plugin = find_plugin(worker, class)?;
-    let mut config = crate::config::string_map_from_json(body)
-        .map_err(|e| ApiError::bad_request(format!("request body: {e}")))?;
-    config
-        .entry("connector.class".into())
-        .or_insert_with(|| class.to_string());
-    let name = config
-        .get("name")
-        .cloned()
-        .unwrap_or_else(|| "validate".into());
-    let spec = ConnectorSpec::from_json(&json!({"name": name, "config": config}))
-        .map_err(|e| ApiError::bad_request(e.to_string()))?;
-    let problem = worker.validate(&spec).await.err();
-    let (error_key, error_text) = match &problem {
-        Some(e) => (
-            e.key.clone().unwrap_or_else(|| "connector.class".into()),
-            Some(e.message.clone()),
-        ),
-        None => (String::new(), None),
-    };
-    let mut configs = Vec::new();
-    let mut seen = std::collections::BTreeSet::new();
-    for d in definitions(&plugin) {
-        let key = d["name"].as_str().unwrap_or_default().to_string();
-        let errors: Vec<String> = if key == error_key {
-            error_text.clone().into_iter().collect()
-        } else {
-            Vec::new()
-        };
-        let value = redact(&spec.config)
-            .get(&key)
-            .cloned()
-            .map(Value::String)
-            .unwrap_or(Value::Null);
-        configs.push(json!({"definition": d, "value": {"name": key, "value": value, "recommended_values": [], "errors": errors, "visible": true}}));
-        seen.insert(key);
-    }
-    for (key, value) in redact(&spec.config) {
-        if seen.contains(&key) {
-            continue;
-        }
-        let errors: Vec<String> = if key == error_key {
-            error_text.clone().into_iter().collect()
-        } else {
-            Vec::new()
-        };
-        configs.push(json!({"definition": {"name": key, "type": "STRING", "required": false, "default_value": null, "importance": "LOW",
-            "documentation": "", "group": "Other", "order_in_group": 0, "width": "NONE", "display_name": key, "dependents": []},
-            "value": {"name": key, "value": value, "recommended_values": [], "errors": errors, "visible": true}}));
-        seen.insert(key);
-    }
-    if let Some(text) = &error_text
-        && !seen.contains(&error_key)
-    {
-        configs.push(json!({"definition": {"name": error_key, "type": "STRING", "required": true, "default_value": null, "importance": "HIGH",
-            "documentation": "", "group": "Other", "order_in_group": 0, "width": "NONE", "display_name": error_key, "dependents": []},
-            "value": {"name": error_key, "value": null, "recommended_values": [], "errors": [text], "visible": true}}));
-    }
-    Ok(json!({
-        "name": plugin.info().class,
-        "error_count": usize::from(problem.is_some()),
-        "groups": ["Common", "Connector"],
-        "configs": configs,
-    }))
+    herder
+        .validator()
+        .report(&class, &body)
+        .await
+        .map(Json)
+        .map_err(report_error)
 }

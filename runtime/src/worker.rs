@@ -13,56 +13,15 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use crate::config::check_topic_name;
-use crate::config::{CommonConfig, ConnectorSpec, DeliveryGuarantee};
+use crate::config::{CommonConfig, ConnectorSpec};
 use crate::errors::ErrorHandler;
 use crate::kafka::KafkaClients;
 use crate::metrics::Metrics;
 use crate::offsets::OffsetStore;
-use crate::plugin::{Plugin, Registry};
+use crate::plugin::Plugin;
 use crate::task::{self, State, StatusCell, TaskEnv, TaskStatus};
 use crate::transform::CompiledChain;
-use crate::transform::wasm::WasmHost;
-
-impl ValidatedConnector {
-    /// The plugin's split of the connector into task configs.
-    pub fn task_configs(&self) -> Vec<ConfigMap> {
-        let (config, max) = (&self.plugin_config, self.common.tasks_max);
-        match &self.plugin {
-            Plugin::Source(p) => p.task_configs(config, max),
-            Plugin::Sink(p) => p.task_configs(config, max),
-            Plugin::Stream => crate::plugin::stream::StreamConnector::task_configs(config, max),
-        }
-    }
-
-    /// The topics the connector reads or writes, created if missing.
-    fn topics(&self) -> Vec<String> {
-        match &self.plugin {
-            Plugin::Source(p) => p.topics(&self.plugin_config),
-            Plugin::Sink(_) => self.common.topics.clone(),
-            Plugin::Stream => {
-                let mut topics = self.common.topics.clone();
-                if let Ok(c) =
-                    crate::config::StreamConfig::parse(&self.plugin_config, &self.common.topics)
-                {
-                    topics.extend(self.common.topics.iter().map(|t| c.route(t)));
-                }
-                topics.sort();
-                topics.dedup();
-                topics
-            }
-        }
-    }
-}
-
-/// A connector config that passed every check and is ready to run.
-pub struct ValidatedConnector {
-    pub spec: ConnectorSpec,
-    pub common: CommonConfig,
-    pub plugin_config: ConfigMap,
-    pub plugin: Plugin,
-    pub chain: CompiledChain,
-}
+use crate::validate::{ValidatedConnector, Validator};
 
 #[derive(Debug, thiserror::Error)]
 pub enum WorkerError {
@@ -216,14 +175,26 @@ pub struct ConnectorStatus {
     pub task_workers: BTreeMap<u32, String>,
 }
 
+/// Distributed mode: which of a connector's tasks this worker runs, and
+/// what the cluster knows of the others (see `herder::distributed`).
+/// Standalone workers have none: they run every task.
+pub trait TaskPlacement: Send + Sync {
+    /// Whether this worker runs the task.
+    fn runs_task(&self, connector: &str, task: u32) -> bool;
+    /// Whether a task just given to this worker may start now (not while
+    /// its previous worker still runs it).
+    fn may_start(&self, connector: &str, task: u32) -> bool;
+    /// A task another worker runs, and that worker.
+    fn remote_task_status(&self, connector: &str, task: u32) -> (TaskStatus, Option<String>);
+}
+
+/// The local data plane: starts, supervises and stops the tasks of the
+/// connectors it is given. It knows no config store and no cluster; the
+/// herder in front of it does.
 pub struct Worker {
     pub id: String,
-    providers: crate::providers::ConfigProviders,
-    config_store: Option<std::path::PathBuf>,
-    transforms_library: Option<std::path::PathBuf>,
-    registry: Registry,
+    validator: Validator,
     clients: KafkaClients,
-    wasm: WasmHost,
     metrics: Metrics,
     offsets: Arc<OffsetStore>,
     default_partitions: i32,
@@ -234,17 +205,14 @@ pub struct Worker {
     /// True while the worker restores and starts its connectors: `/health`
     /// answers 503 until then.
     starting: std::sync::atomic::AtomicBool,
-    /// Distributed mode: which tasks this worker runs, and the cluster's
-    /// view of the others.
-    cluster: std::sync::OnceLock<Arc<crate::cluster::Cluster>>,
+    /// Distributed mode: which tasks this worker runs.
+    placement: std::sync::OnceLock<Arc<dyn TaskPlacement>>,
 }
 
 pub struct WorkerOptions {
     pub id: String,
     /// Resolves `${env:...}` and `${file:...}` in connector configs.
     pub providers: crate::providers::ConfigProviders,
-    /// Where connector configs and target states persist, if anywhere.
-    pub config_store: Option<std::path::PathBuf>,
     /// Directories of native connector plugins (`plugin.path`).
     pub plugin_path: Vec<std::path::PathBuf>,
     pub transforms_library: Option<std::path::PathBuf>,
@@ -260,21 +228,14 @@ impl Worker {
     pub fn new(options: WorkerOptions) -> anyhow::Result<Self> {
         Ok(Self {
             id: options.id,
-            providers: options.providers,
-            config_store: options.config_store,
-            transforms_library: options.transforms_library,
-            registry: {
-                let (registry, failures) = Registry::with_native(&options.plugin_path);
-                for (path, reason) in &failures {
-                    tracing::warn!(path = %path.display(), reason = %reason, "skipped a plugin");
-                }
-                registry
-            },
-            clients: options.clients,
-            wasm: WasmHost::new(
+            validator: Validator::build(
+                &options.plugin_path,
                 options.wasm_cache_dir,
-                options.metrics.wasm_compilations.clone(),
+                options.providers,
+                options.transforms_library,
+                &options.metrics,
             )?,
+            clients: options.clients,
             metrics: options.metrics,
             offsets: Arc::new(options.offsets),
             default_partitions: options.default_partitions,
@@ -282,25 +243,21 @@ impl Worker {
             connectors: RwLock::new(BTreeMap::new()),
             restarts: tokio::sync::Mutex::new(()),
             starting: std::sync::atomic::AtomicBool::new(false),
-            cluster: std::sync::OnceLock::new(),
+            placement: std::sync::OnceLock::new(),
         })
     }
 
-    /// Makes this worker a member of a cluster: from now on it runs only the
-    /// tasks whose slots it is assigned (see `cluster`).
-    pub fn join_cluster(&self, cluster: Arc<crate::cluster::Cluster>) {
-        let _ = self.cluster.set(cluster);
-    }
-
-    pub fn cluster(&self) -> Option<&Arc<crate::cluster::Cluster>> {
-        self.cluster.get()
+    /// Makes this worker share tasks with others: from now on it runs only
+    /// those `placement` gives it.
+    pub fn share_tasks(&self, placement: Arc<dyn TaskPlacement>) {
+        let _ = self.placement.set(placement);
     }
 
     /// Whether this worker runs the task: always when standalone.
     fn runs_task(&self, connector: &str, task: u32) -> bool {
-        self.cluster
+        self.placement
             .get()
-            .is_none_or(|c| c.owns_task(connector, task))
+            .is_none_or(|p| p.runs_task(connector, task))
     }
 
     /// Distributed mode: starts the tasks this worker was just assigned and
@@ -334,7 +291,7 @@ impl Worker {
         // partitions at once.
         self.stop_tasks(to_stop, Leave::Group).await;
         for (name, spec) in to_start {
-            let validated = match self.validate(&spec).await {
+            let validated = match self.validator.validate(&spec).await {
                 Ok(v) => v,
                 Err(e) => {
                     tracing::error!(connector = %name, error = %e, "cannot start the connector's assigned tasks: its config is not valid on this worker");
@@ -354,7 +311,7 @@ impl Worker {
                 .into_iter()
                 .partition(|(id, _)| {
                     self.runs_task(&name, *id)
-                        && self.cluster.get().is_none_or(|cl| cl.may_start(&name, *id))
+                        && self.placement.get().is_none_or(|p| p.may_start(&name, *id))
                 });
             c.remote = others;
             for (id, config) in mine {
@@ -385,68 +342,23 @@ impl Worker {
             .collect()
     }
 
-    /// Writes every connector's config and target state to the config store
-    /// (atomically), so a restart restores them.
-    pub async fn persist(&self) {
-        let Some(path) = &self.config_store else {
-            return;
-        };
-        let snapshot: BTreeMap<String, serde_json::Value> = self
-            .connectors
+    /// Every connector's config and target state, for the config store.
+    pub async fn snapshot(&self) -> Vec<(ConnectorSpec, TargetState)> {
+        self.connectors
             .read()
             .await
-            .iter()
-            .map(|(name, c)| {
+            .values()
+            .map(|c| {
                 let state = if c.stopped {
-                    "STOPPED"
+                    TargetState::Stopped
                 } else if *c.paused.borrow() {
-                    "PAUSED"
+                    TargetState::Paused
                 } else {
-                    "RUNNING"
+                    TargetState::Running
                 };
-                (
-                    name.clone(),
-                    serde_json::json!({"config": c.spec.config, "state": state}),
-                )
+                (c.spec.clone(), state)
             })
-            .collect();
-        let bytes = serde_json::to_vec_pretty(&snapshot).expect("serialises");
-        let tmp = path.with_extension("tmp");
-        let written = std::fs::write(&tmp, &bytes).and_then(|_| std::fs::rename(&tmp, path));
-        if let Err(e) = written {
-            tracing::error!(file = %path.display(), error = %e, "could not persist connector configs");
-        }
-    }
-
-    /// The connectors the config store holds: (spec, target state).
-    pub fn stored_connectors(&self) -> Result<Vec<(ConnectorSpec, String)>, String> {
-        let Some(path) = &self.config_store else {
-            return Ok(Vec::new());
-        };
-        if !path.exists() {
-            return Ok(Vec::new());
-        }
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("reading {}: {e}", path.display()))?;
-        let stored: BTreeMap<String, serde_json::Value> =
-            serde_json::from_str(&text).map_err(|e| {
-                format!(
-                    "{} is corrupt ({e}); move it away to start over",
-                    path.display()
-                )
-            })?;
-        let mut out = Vec::new();
-        for (name, entry) in stored {
-            let spec = ConnectorSpec::from_json(
-                &serde_json::json!({"name": name, "config": entry["config"]}),
-            )
-            .map_err(|e| format!("{}: connector `{name}`: {e}", path.display()))?;
-            out.push((
-                spec,
-                entry["state"].as_str().unwrap_or("RUNNING").to_string(),
-            ));
-        }
-        Ok(out)
+            .collect()
     }
 
     /// Marks the worker starting (its connectors not yet restored) or
@@ -460,8 +372,8 @@ impl Worker {
         self.starting.load(std::sync::atomic::Ordering::SeqCst)
     }
 
-    pub fn registry(&self) -> &Registry {
-        &self.registry
+    pub fn validator(&self) -> &Validator {
+        &self.validator
     }
 
     pub fn metrics(&self) -> &Metrics {
@@ -470,125 +382,6 @@ impl Worker {
 
     pub fn clients(&self) -> &KafkaClients {
         &self.clients
-    }
-
-    pub fn has_transforms_library(&self) -> bool {
-        self.transforms_library.as_ref().is_some_and(|p| p.exists())
-    }
-
-    pub fn wasm(&self) -> &WasmHost {
-        &self.wasm
-    }
-
-    /// Every check short of running: common keys, the plugin's own keys,
-    /// topics, and every WASM module loaded and checked against the WIT.
-    pub async fn validate(&self, spec: &ConnectorSpec) -> Result<ValidatedConnector, ConfigError> {
-        // Tasks see resolved values; the stored config keeps its placeholders.
-        let resolved = self.providers.resolve(&spec.config)?;
-        let (mut common, plugin_config) = CommonConfig::split(&resolved)?;
-        common.resolve_standard_transforms(self.transforms_library.as_deref())?;
-        let plugin = self
-            .registry
-            .find(&common.connector_class)
-            .cloned()
-            .ok_or_else(|| {
-                ConfigError::new(
-                    "connector.class",
-                    format!(
-                        "`{}` is not a known connector class; known classes: {}",
-                        common.connector_class,
-                        self.registry.class_names().join(", ")
-                    ),
-                )
-            })?;
-        let topics_named = match &plugin {
-            Plugin::Source(p) => p
-                .topics(&plugin_config)
-                .into_iter()
-                .map(|t| ("topic", t))
-                .collect::<Vec<_>>(),
-            Plugin::Sink(_) | Plugin::Stream => common
-                .topics
-                .iter()
-                .map(|t| ("topics", t.clone()))
-                .collect(),
-        };
-        for (key, topic) in topics_named {
-            check_topic_name(&topic).map_err(|why| ConfigError::new(key, why))?;
-        }
-        if let Some(dlq) = &common.errors.dlq {
-            check_topic_name(&dlq.topic)
-                .map_err(|why| ConfigError::new("errors.deadletterqueue.topic.name", why))?;
-        }
-        match &plugin {
-            Plugin::Source(p) => {
-                if !common.topics.is_empty() {
-                    return Err(ConfigError::new(
-                        "topics",
-                        "is for sink connectors; a source names its topic in its own keys",
-                    ));
-                }
-                p.validate(&plugin_config)?;
-            }
-            Plugin::Stream => {
-                if common.topics.is_empty() {
-                    return Err(ConfigError::new(
-                        "topics",
-                        "is required for a stream connector (a comma-separated list)",
-                    ));
-                }
-                let stream = crate::config::StreamConfig::parse(&plugin_config, &common.topics)?;
-                if !stream.route("").is_empty() && !stream.route("").contains('$') {
-                    // A fixed output topic (no `${topic}`): its name is known now.
-                    check_topic_name(&stream.route(""))
-                        .map_err(|why| ConfigError::new("output.topic", why))?;
-                }
-            }
-            Plugin::Sink(p) => {
-                if common.topics.is_empty() {
-                    return Err(ConfigError::new(
-                        "topics",
-                        "is required for a sink connector (a comma-separated list)",
-                    ));
-                }
-                p.validate(&plugin_config)?;
-                if common.delivery_guarantee == DeliveryGuarantee::ExactlyOnce
-                    && !p.supports_exactly_once(&plugin_config)
-                {
-                    return Err(ConfigError::new(
-                        "delivery.guarantee",
-                        format!(
-                            "`{}` cannot store offsets with its data, so it cannot be exactly-once; use at-least-once with an idempotent write (e.g. upsert)",
-                            common.connector_class
-                        ),
-                    ));
-                }
-            }
-        }
-        let transactional_source = matches!(plugin, Plugin::Source(_))
-            && common.delivery_guarantee == DeliveryGuarantee::ExactlyOnce;
-        if !transactional_source
-            && (common.transaction_boundary != crate::config::TransactionBoundary::Poll
-                || common.transaction_boundary_interval_ms.is_some())
-        {
-            return Err(ConfigError::new(
-                "transaction.boundary",
-                "applies only to source connectors with delivery.guarantee=exactly-once",
-            ));
-        }
-        let host = self.wasm.clone();
-        let specs = common.transforms.clone();
-        let chain = tokio::task::spawn_blocking(move || CompiledChain::compile(&host, &specs))
-            .await
-            .map_err(|e| ConfigError::general(format!("compiling transforms: {e}")))?
-            .map_err(|(key, message)| ConfigError::new(key, message))?;
-        Ok(ValidatedConnector {
-            spec: spec.clone(),
-            common,
-            plugin_config,
-            plugin,
-            chain,
-        })
     }
 
     pub async fn create(&self, spec: &ConnectorSpec) -> Result<(), WorkerError> {
@@ -605,13 +398,14 @@ impl Worker {
         if self.connectors.read().await.contains_key(&spec.name) {
             return Err(WorkerError::AlreadyExists(spec.name.clone()));
         }
-        let validated = self
-            .validate(spec)
-            .await
-            .map_err(|error| WorkerError::Invalid {
-                name: spec.name.clone(),
-                error,
-            })?;
+        let validated =
+            self.validator
+                .validate(spec)
+                .await
+                .map_err(|error| WorkerError::Invalid {
+                    name: spec.name.clone(),
+                    error,
+                })?;
         self.start_in(validated, target).await
     }
 
@@ -712,7 +506,6 @@ impl Worker {
             },
         );
         drop(connectors);
-        self.persist().await;
         Ok(())
     }
 
@@ -736,18 +529,18 @@ impl Worker {
         if current.config == spec.config {
             return Ok(Updated::Unchanged);
         }
-        let validated = self
-            .validate(spec)
-            .await
-            .map_err(|error| WorkerError::Invalid {
-                name: spec.name.clone(),
-                error,
-            })?;
+        let validated =
+            self.validator
+                .validate(spec)
+                .await
+                .map_err(|error| WorkerError::Invalid {
+                    name: spec.name.clone(),
+                    error,
+                })?;
         if self.is_stopped(&spec.name).await == Some(true) {
             if let Some(c) = self.connectors.write().await.get_mut(&spec.name) {
                 c.spec = spec.clone();
             }
-            self.persist().await;
             return Ok(Updated::Restarted);
         }
         let is_chain_key = |k: &String| k.starts_with("transforms") || k.starts_with("predicates");
@@ -769,7 +562,6 @@ impl Worker {
             c.chain.send_replace(validated.chain);
             drop(connectors);
             tracing::info!(connector = %spec.name, "transforms updated; tasks swap them in at their next batch boundary");
-            self.persist().await;
             return Ok(Updated::TransformsSwapped);
         }
         let without_tasks_max = |c: &ConfigMap| -> ConfigMap {
@@ -779,7 +571,7 @@ impl Worker {
         };
         // In a cluster, new tasks need slots placed through the config
         // topic first: a tasks.max change restarts the connector there.
-        if self.cluster.get().is_none()
+        if self.placement.get().is_none()
             && without_tasks_max(&current.config) == without_tasks_max(&spec.config)
         {
             let chain_changed = current
@@ -849,7 +641,6 @@ impl Worker {
         }
         drop(connectors);
         tracing::info!(connector = %name, tasks_max = v.common.tasks_max, stopped = ?removed_ids, started = ?added, "tasks.max changed; the other tasks went on");
-        self.persist().await;
         Ok(Updated::TasksResized)
     }
 
@@ -868,7 +659,6 @@ impl Worker {
         c.paused.send_replace(true);
         drop(connectors);
         tracing::info!(connector = %name, "connector paused");
-        self.persist().await;
         Ok(true)
     }
 
@@ -888,13 +678,11 @@ impl Worker {
         };
         let Some(stopped_spec) = stopped_spec else {
             tracing::info!(connector = %name, "connector resumed");
-            self.persist().await;
             return Ok(true);
         };
         self.connectors.write().await.remove(name);
         self.create(&stopped_spec).await?;
         tracing::info!(connector = %name, "connector started again after STOPPED");
-        self.persist().await;
         Ok(true)
     }
 
@@ -917,7 +705,6 @@ impl Worker {
         )
         .await;
         tracing::info!(connector = %name, "connector stopped");
-        self.persist().await;
         Ok(true)
     }
 
@@ -1001,9 +788,7 @@ impl Worker {
             name: spec.name.clone(),
             error,
         };
-        let resolved = self.providers.resolve(&spec.config).map_err(invalid)?;
-        let (common, _) = CommonConfig::split(&resolved).map_err(invalid)?;
-        Ok(common)
+        self.validator.common_config(spec).map_err(invalid)
     }
 
     fn sink_topics(&self, spec: &ConnectorSpec) -> Result<Vec<String>, WorkerError> {
@@ -1128,7 +913,11 @@ impl Worker {
                 };
                 // A sink that keeps offsets with its data (exactly-once)
                 // changes them first: they decide where its tasks resume.
-                let v = self.validate(&spec).await.map_err(|e| bad(e.to_string()))?;
+                let v = self
+                    .validator
+                    .validate(&spec)
+                    .await
+                    .map_err(|e| bad(e.to_string()))?;
                 if let Plugin::Sink(p) = &v.plugin {
                     p.alter_offsets(&v.plugin_config, name, &wanted)
                         .await
@@ -1194,13 +983,14 @@ impl Worker {
         if stopped {
             return Err(stopped_error());
         }
-        let validated = self
-            .validate(&spec)
-            .await
-            .map_err(|error| WorkerError::Invalid {
-                name: name.to_string(),
-                error,
-            })?;
+        let validated =
+            self.validator
+                .validate(&spec)
+                .await
+                .map_err(|error| WorkerError::Invalid {
+                    name: name.to_string(),
+                    error,
+                })?;
         let mut connectors = self.connectors.write().await;
         let Some(c) = connectors.get_mut(name) else {
             return Ok(None);
@@ -1317,13 +1107,14 @@ impl Worker {
             Some(c) if status_of(c).is_some() => c.spec.clone(),
             _ => return Ok(false),
         };
-        let validated = self
-            .validate(&spec)
-            .await
-            .map_err(|error| WorkerError::Invalid {
-                name: name.to_string(),
-                error,
-            })?;
+        let validated =
+            self.validator
+                .validate(&spec)
+                .await
+                .map_err(|error| WorkerError::Invalid {
+                    name: name.to_string(),
+                    error,
+                })?;
         match self.connectors.read().await.get(name).and_then(status_of) {
             Some(status) => status.set(State::Restarting, None),
             None => return Ok(false),
@@ -1347,7 +1138,6 @@ impl Worker {
             Leave::Group,
         )
         .await;
-        self.persist().await;
         true
     }
 
@@ -1534,8 +1324,8 @@ impl Worker {
             .collect();
         let mut task_workers = BTreeMap::new();
         for (id, _) in &c.remote {
-            let (status, worker) = match self.cluster.get() {
-                Some(cluster) => cluster.remote_task_status(name, *id),
+            let (status, worker) = match self.placement.get() {
+                Some(placement) => placement.remote_task_status(name, *id),
                 None => continue,
             };
             tasks.push((*id, status));

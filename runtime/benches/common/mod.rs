@@ -131,7 +131,6 @@ pub fn worker_on(broker: &BenchBroker, default_partitions: i32) -> Worker {
         id: "bench".into(),
         wasm_cache_dir: None,
         providers: Default::default(),
-        config_store: None,
         plugin_path: Vec::new(),
         transforms_library: None,
         clients: KafkaClients::new(

@@ -80,6 +80,229 @@ pub fn validate_connector_name(name: &str) -> Result<(), ConfigError> {
     Ok(())
 }
 
+/// Where a key of [`COMMON_KEYS`] is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Section {
+    /// By [`CommonKeys`].
+    Common,
+    /// By the `errors.*` policy.
+    Errors,
+}
+
+/// Whether `GET /connector-plugins/{class}/config` lists a key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Listed {
+    No,
+    Always,
+    /// Listed for sinks and streams, which consume topics.
+    NotForSources,
+}
+
+/// A key every connector has, handled by the runtime.
+#[derive(Debug)]
+pub struct CommonKey {
+    pub name: &'static str,
+    /// Kafka Connect's type name.
+    pub kind: &'static str,
+    pub required: bool,
+    pub default: Option<&'static str>,
+    pub doc: &'static str,
+    pub section: Section,
+    pub listed: Listed,
+}
+
+const fn key(
+    name: &'static str,
+    kind: &'static str,
+    default: Option<&'static str>,
+    doc: &'static str,
+    listed: Listed,
+) -> CommonKey {
+    CommonKey {
+        name,
+        kind,
+        required: default.is_none() && !matches!(listed, Listed::No),
+        default,
+        doc,
+        section: Section::Common,
+        listed,
+    }
+}
+
+/// The runtime's keys of a connector config (Kafka Connect's
+/// `ConnectorConfig` and `SinkConnectorConfig`): which keys are the
+/// runtime's rather than the plugin's, and what the REST API lists for
+/// them, in its order. [`CommonKeys`] reads them; a test checks the two
+/// agree.
+pub const COMMON_KEYS: &[CommonKey] = &[
+    key(
+        "name",
+        "STRING",
+        None,
+        "Globally unique name of the connector",
+        Listed::Always,
+    ),
+    key(
+        "connector.class",
+        "STRING",
+        None,
+        "The connector's class: a Sluice name or Kafka Connect's",
+        Listed::Always,
+    ),
+    key(
+        "tasks.max",
+        "INT",
+        Some("1"),
+        "Most tasks to run",
+        Listed::Always,
+    ),
+    key(
+        "transforms",
+        "LIST",
+        Some(""),
+        "Transform aliases, applied in order",
+        Listed::Always,
+    ),
+    key(
+        "predicates",
+        "LIST",
+        Some(""),
+        "Predicate aliases",
+        Listed::Always,
+    ),
+    CommonKey {
+        section: Section::Errors,
+        ..key(
+            "errors.tolerance",
+            "STRING",
+            Some("none"),
+            "none: a failed record fails the task; all: it is skipped (and dead-lettered)",
+            Listed::Always,
+        )
+    },
+    CommonKey {
+        section: Section::Errors,
+        ..key(
+            "errors.deadletterqueue.topic.name",
+            "STRING",
+            Some(""),
+            "The dead-letter queue",
+            Listed::Always,
+        )
+    },
+    key(
+        "batch.max.records",
+        "INT",
+        Some("500"),
+        "Most records per batch",
+        Listed::Always,
+    ),
+    key(
+        "topics",
+        "LIST",
+        None,
+        "Topics to consume",
+        Listed::NotForSources,
+    ),
+    key(
+        "topics.regex",
+        "STRING",
+        None,
+        "Not supported: list the topics in `topics`",
+        Listed::No,
+    ),
+    key(
+        "key.converter",
+        "CLASS",
+        None,
+        "How record keys are checked",
+        Listed::No,
+    ),
+    key(
+        "value.converter",
+        "CLASS",
+        None,
+        "How record values are checked",
+        Listed::No,
+    ),
+    key(
+        "key.converter.schemas.enable",
+        "BOOLEAN",
+        None,
+        "Must be false",
+        Listed::No,
+    ),
+    key(
+        "value.converter.schemas.enable",
+        "BOOLEAN",
+        None,
+        "Must be false",
+        Listed::No,
+    ),
+    key(
+        "topic.creation.default.partitions",
+        "INT",
+        None,
+        "Partitions of topics the connector creates",
+        Listed::No,
+    ),
+    key(
+        "topic.creation.default.replication.factor",
+        "SHORT",
+        None,
+        "Replication factor of topics the connector creates",
+        Listed::No,
+    ),
+    key(
+        "batch.max.ms",
+        "LONG",
+        None,
+        "Longest wait to fill a batch, in ms",
+        Listed::No,
+    ),
+    key(
+        "delivery.guarantee",
+        "STRING",
+        None,
+        "at-most-once, at-least-once or exactly-once",
+        Listed::No,
+    ),
+    key(
+        "transaction.boundary",
+        "STRING",
+        None,
+        "Exactly-once sources: poll or interval",
+        Listed::No,
+    ),
+    key(
+        "transaction.boundary.interval.ms",
+        "LONG",
+        None,
+        "With transaction.boundary=interval: how often a transaction commits",
+        Listed::No,
+    ),
+];
+
+/// Secrets are never shown back.
+pub fn redact(config: &ConfigMap) -> ConfigMap {
+    config
+        .iter()
+        .map(|(k, v)| {
+            let secret = ["password", "secret", "token", "credentials"]
+                .iter()
+                .any(|s| k.to_ascii_lowercase().contains(s));
+            (
+                k.clone(),
+                if secret {
+                    "[hidden]".to_string()
+                } else {
+                    v.clone()
+                },
+            )
+        })
+        .collect()
+}
+
 /// The keys every connector has, handled by the runtime rather than the
 /// plugin (Kafka Connect's `ConnectorConfig` and `SinkConnectorConfig`).
 #[derive(Debug, Clone, Deserialize)]
@@ -403,33 +626,34 @@ impl CommonConfig {
 }
 
 fn is_common_key(k: &str) -> bool {
-    matches!(
-        k,
-        "name"
-            | "connector.class"
-            | "tasks.max"
-            | "topics"
-            | "topics.regex"
-            | "transforms"
-            | "predicates"
-            | "key.converter"
-            | "value.converter"
-            | "key.converter.schemas.enable"
-            | "value.converter.schemas.enable"
-            | "topic.creation.default.partitions"
-            | "topic.creation.default.replication.factor"
-            | "batch.max.records"
-            | "batch.max.ms"
-            | "delivery.guarantee"
-            | "transaction.boundary"
-            | "transaction.boundary.interval.ms"
-    )
+    COMMON_KEYS
+        .iter()
+        .any(|key| key.name == k && key.section == Section::Common)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_common_keys_table_and_their_parser_agree() {
+        let probe: ConfigMap = [("no.such.key".to_string(), "x".to_string())].into();
+        let err = from_string_map::<CommonKeys>(&probe).unwrap_err();
+        let parsed: std::collections::BTreeSet<&str> = err
+            .message
+            .rsplit_once("supported keys are: ")
+            .expect("serde lists the fields it knows")
+            .1
+            .split(", ")
+            .collect();
+        let table: std::collections::BTreeSet<&str> = COMMON_KEYS
+            .iter()
+            .filter(|k| k.section == Section::Common)
+            .map(|k| k.name)
+            .collect();
+        assert_eq!(parsed, table);
+    }
 
     #[test]
     fn connector_spec_shapes() {

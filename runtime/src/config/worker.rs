@@ -127,6 +127,19 @@ pub struct ClusterTopicsConfig {
     pub slots_replication_factor: i32,
 }
 
+/// The internal topics of a distributed worker, checked (see
+/// [`WorkerConfig::distributed_topics`]).
+#[derive(Debug, Clone)]
+pub struct DistributedTopics {
+    pub config: String,
+    pub config_replication_factor: i32,
+    pub status: String,
+    pub status_replication_factor: i32,
+    pub slots: String,
+    pub slots_partitions: i32,
+    pub slots_replication_factor: i32,
+}
+
 fn default_offsets_topic() -> String {
     "sluice-offsets".into()
 }
@@ -187,9 +200,6 @@ pub struct WorkerConfig {
     /// Basic authentication of the REST API, if set.
     pub rest_auth_users_file: Option<PathBuf>,
     pub rest_auth_health_open: bool,
-    /// Keys accepted for compatibility that change nothing, with why: the
-    /// worker logs them at start so nothing is ignored silently.
-    pub inert_keys: Vec<(&'static str, &'static str)>,
     /// librdkafka settings for every client (security).
     pub client_common: ConfigMap,
     pub producer_overrides: ConfigMap,
@@ -287,7 +297,6 @@ impl WorkerConfig {
                 "is empty; remove it to use the embedded broker, or name the cluster's brokers",
             ));
         }
-        let inert_keys = Vec::new();
         check_topic_key("offset.storage.topic", &keys.offset_storage_topic)?;
         if keys.offset_storage_partitions < 1 {
             return Err(ConfigError::new(
@@ -366,7 +375,6 @@ impl WorkerConfig {
             metrics_listener,
             transforms_library: keys.transforms_library.or_else(default_library),
             wasm_cache_dir,
-            inert_keys,
             bootstrap_servers: keys.bootstrap_servers,
             group_id: keys.group_id,
             listeners: keys.listeners,
@@ -396,6 +404,52 @@ impl WorkerConfig {
                 slots_partitions: keys.task_slots_partitions,
                 slots_replication_factor: keys.task_slots_replication_factor,
             },
+        })
+    }
+
+    /// The rules of distributed mode, checked in this one place: the
+    /// standalone-only stores unset, the config and status topics named,
+    /// and the four internal topics distinct.
+    pub fn distributed_topics(&self) -> Result<DistributedTopics, ConfigError> {
+        if self.config_storage_file.is_some() {
+            return Err(ConfigError::general(
+                "key `config.storage.file.filename` is for standalone workers; a distributed worker keeps connector configs in `config.storage.topic`",
+            ));
+        }
+        if self.offset_storage_file.is_some() {
+            return Err(ConfigError::general(
+                "key `offset.storage.file.filename` is for standalone workers; a distributed worker keeps source offsets in `offset.storage.topic`, where a task that moves to another worker finds them",
+            ));
+        }
+        let required = |key: &str, topic: &Option<String>, holds: &str| {
+            topic.clone().ok_or_else(|| {
+                ConfigError::general(format!(
+                    "key `{key}` is required by `sluice distributed`: the Kafka topic where the cluster keeps its {holds}"
+                ))
+            })
+        };
+        let c = &self.cluster;
+        let config = required(
+            "config.storage.topic",
+            &c.config_topic,
+            "connector configs and target states",
+        )?;
+        let status = required("status.storage.topic", &c.status_topic, "task statuses")?;
+        let names = [&config, &status, &c.slots_topic, &self.offsets_topic.name];
+        let distinct: std::collections::BTreeSet<_> = names.iter().collect();
+        if distinct.len() != names.len() {
+            return Err(ConfigError::general(
+                "keys `config.storage.topic`, `status.storage.topic`, `task.slots.topic` and `offset.storage.topic` must name four different topics",
+            ));
+        }
+        Ok(DistributedTopics {
+            config,
+            config_replication_factor: c.config_replication_factor,
+            status,
+            status_replication_factor: c.status_replication_factor,
+            slots: c.slots_topic.clone(),
+            slots_partitions: c.slots_partitions,
+            slots_replication_factor: c.slots_replication_factor,
         })
     }
 
@@ -546,7 +600,6 @@ mod tests {
             .unwrap(),
         )
         .unwrap();
-        assert!(w.inert_keys.is_empty(), "{:?}", w.inert_keys);
         assert_eq!(
             w.offset_flush_interval_ms, 10000,
             "the default interval of interval-bounded transactions"

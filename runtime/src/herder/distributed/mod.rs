@@ -31,10 +31,10 @@ use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::{ClientContext, Message, Offset, TopicPartitionList};
 use serde_json::{Value, json};
 
-use crate::config::{ClusterTopicsConfig, ConnectorSpec};
+use crate::config::{ConnectorSpec, DistributedTopics};
 use crate::kafka::KafkaClients;
 use crate::task::{State, TaskStatus};
-use crate::worker::{TargetState, Updated, Worker, WorkerError};
+use crate::worker::{TargetState, TaskPlacement, Updated, Worker, WorkerError};
 use records::{ConfigKey, StatusKey};
 
 /// How long a REST change waits for this worker to apply its record.
@@ -189,33 +189,13 @@ impl Cluster {
     pub async fn start(
         worker: Arc<Worker>,
         group_id: &str,
-        config: &ClusterTopicsConfig,
+        topics: &DistributedTopics,
         clients: &KafkaClients,
         shutdown_timeout: Duration,
     ) -> anyhow::Result<Arc<Cluster>> {
-        let required = |key: &str, value: &Option<String>| {
-            value.clone().ok_or_else(|| {
-                anyhow::anyhow!(
-                    "key `{key}` is required in distributed mode: the Kafka topic where the cluster keeps its {}",
-                    if key.starts_with("config") {
-                        "connector configs and target states"
-                    } else {
-                        "task statuses"
-                    }
-                )
-            })
-        };
-        let config_topic = required("config.storage.topic", &config.config_topic)?;
-        let status_topic = required("status.storage.topic", &config.status_topic)?;
-        if [&status_topic, &config.slots_topic].contains(&&config_topic)
-            || status_topic == config.slots_topic
-        {
-            anyhow::bail!(
-                "config.storage.topic, status.storage.topic and task.slots.topic must be three different topics"
-            );
-        }
+        let (config_topic, status_topic) = (topics.config.clone(), topics.status.clone());
         let partitions = clients
-            .ensure_internal_topic(&config_topic, 1, config.config_replication_factor, true)
+            .ensure_internal_topic(&config_topic, 1, topics.config_replication_factor, true)
             .await
             .map_err(|e| anyhow::anyhow!("config.storage.topic `{config_topic}`: {e:#}"))?;
         if partitions != 1 {
@@ -224,18 +204,18 @@ impl Cluster {
             );
         }
         clients
-            .ensure_internal_topic(&status_topic, 1, config.status_replication_factor, true)
+            .ensure_internal_topic(&status_topic, 1, topics.status_replication_factor, true)
             .await
             .map_err(|e| anyhow::anyhow!("status.storage.topic `{status_topic}`: {e:#}"))?;
         let slot_count = clients
             .ensure_internal_topic(
-                &config.slots_topic,
-                config.slots_partitions,
-                config.slots_replication_factor,
+                &topics.slots,
+                topics.slots_partitions,
+                topics.slots_replication_factor,
                 false,
             )
             .await
-            .map_err(|e| anyhow::anyhow!("task.slots.topic `{}`: {e:#}", config.slots_topic))?
+            .map_err(|e| anyhow::anyhow!("task.slots.topic `{}`: {e:#}", topics.slots))?
             as u32;
         let worker_id = worker.id.clone();
         let producer = clients.producer(
@@ -248,7 +228,7 @@ impl Cluster {
             topics: Topics {
                 config: config_topic.clone(),
                 status: status_topic.clone(),
-                slots: config.slots_topic.clone(),
+                slots: topics.slots.clone(),
             },
             slot_count,
             producer,
@@ -259,7 +239,7 @@ impl Cluster {
             deferred: Default::default(),
             handover_timeout: shutdown_timeout + Duration::from_secs(10),
         });
-        worker.join_cluster(cluster.clone());
+        worker.share_tasks(cluster.clone());
 
         // The config topic, from the start, applied in order.
         let reader = clients.tool_consumer(&format!("{group_id}-config-reader"))?;
@@ -297,7 +277,7 @@ impl Cluster {
                 stop_timeout: shutdown_timeout + Duration::from_secs(10),
             },
         )?;
-        consumer.subscribe(&[config.slots_topic.as_str()])?;
+        consumer.subscribe(&[topics.slots.as_str()])?;
         let stop = cluster.stop.clone();
         std::thread::Builder::new()
             .name("task-slots".into())
@@ -733,7 +713,7 @@ impl Cluster {
     }
 
     /// Whether this worker runs the task: its slot is one of this worker's.
-    pub fn owns_task(&self, connector: &str, task: u32) -> bool {
+    fn owns_task(&self, connector: &str, task: u32) -> bool {
         let view = self.view.lock().expect("view lock");
         let slot = view
             .placements
@@ -747,7 +727,7 @@ impl Cluster {
     /// another worker that is still in the cluster shows it running (a task
     /// moved to another slot stops there first), and at most
     /// `handover_timeout` after it was first held back.
-    pub fn may_start(&self, connector: &str, task: u32) -> bool {
+    fn may_start(&self, connector: &str, task: u32) -> bool {
         let key = (connector.to_string(), task);
         let busy_elsewhere = {
             let view = self.view.lock().expect("view lock");
@@ -782,7 +762,7 @@ impl Cluster {
 
     /// A task another worker runs, as the status topic last showed it, and
     /// that worker; UNASSIGNED while no worker has reported it.
-    pub fn remote_task_status(&self, connector: &str, task: u32) -> (TaskStatus, Option<String>) {
+    fn remote_task_status(&self, connector: &str, task: u32) -> (TaskStatus, Option<String>) {
         let view = self.view.lock().expect("view lock");
         match view.statuses.get(&(connector.to_string(), task)) {
             Some((status, worker)) if *worker != self.worker_id => {
@@ -872,13 +852,15 @@ impl Cluster {
         if worker.spec(&spec.name).await.is_some() {
             return Err(WorkerError::AlreadyExists(spec.name.clone()));
         }
-        let validated = worker
-            .validate(spec)
-            .await
-            .map_err(|error| WorkerError::Invalid {
-                name: spec.name.clone(),
-                error,
-            })?;
+        let validated =
+            worker
+                .validator()
+                .validate(spec)
+                .await
+                .map_err(|error| WorkerError::Invalid {
+                    name: spec.name.clone(),
+                    error,
+                })?;
         // The target state first, so every worker creates it in that state.
         let state = self
             .write(
@@ -902,13 +884,15 @@ impl Cluster {
         if current.config == spec.config {
             return Ok(Updated::Unchanged);
         }
-        let validated = worker
-            .validate(spec)
-            .await
-            .map_err(|error| WorkerError::Invalid {
-                name: spec.name.clone(),
-                error,
-            })?;
+        let validated =
+            worker
+                .validator()
+                .validate(spec)
+                .await
+                .map_err(|error| WorkerError::Invalid {
+                    name: spec.name.clone(),
+                    error,
+                })?;
         let offset = self
             .write_connector(spec, validated.common.tasks_max)
             .await?;
@@ -994,6 +978,20 @@ impl Cluster {
         let offset = self.write(&records::restart_key(name), Some(value)).await?;
         self.applied(offset).await?;
         Ok(true)
+    }
+}
+
+impl TaskPlacement for Cluster {
+    fn runs_task(&self, connector: &str, task: u32) -> bool {
+        self.owns_task(connector, task)
+    }
+
+    fn may_start(&self, connector: &str, task: u32) -> bool {
+        Cluster::may_start(self, connector, task)
+    }
+
+    fn remote_task_status(&self, connector: &str, task: u32) -> (TaskStatus, Option<String>) {
+        Cluster::remote_task_status(self, connector, task)
     }
 }
 

@@ -461,3 +461,31 @@ fn a_missing_library_is_reported_by_key() {
         "{err}"
     );
 }
+
+/// The runtime maps Kafka Connect's SMT class names onto the library's
+/// transforms by name: its list and the library's own must be the same. The
+/// library says its list when asked for a kind it does not have.
+#[test]
+fn the_runtime_and_the_library_name_the_same_standard_transforms() {
+    let library = fixtures::standard_library().to_str().unwrap().to_string();
+    let refused = chain_for(&[
+        ("type", "wasm"),
+        ("module", library.as_str()),
+        ("kind", "NoSuchTransform"),
+    ])
+    .err()
+    .expect("the library refuses a kind it does not have");
+    let listed = refused
+        .rsplit_once("known: ")
+        .unwrap_or_else(|| panic!("the library's refusal lists its transforms: {refused}"))
+        .1;
+    let library_names: std::collections::BTreeSet<&str> = listed
+        .split(',')
+        .map(|n| n.trim().trim_end_matches(|c: char| !c.is_alphanumeric()))
+        .collect();
+    let runtime_names: std::collections::BTreeSet<&str> =
+        sluice_runtime::config::STANDARD_TRANSFORMS
+            .into_iter()
+            .collect();
+    assert_eq!(library_names, runtime_names);
+}

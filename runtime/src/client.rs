@@ -474,6 +474,72 @@ fn finish(outcome: Result<String, Failure>, output: Output) -> ExitCode {
     }
 }
 
+fn connectors_table(body: &Value) -> String {
+    let rows: Vec<Vec<String>> = body
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(name, c)| {
+            vec![
+                name.clone(),
+                text(&c["info"]["type"]),
+                text(&c["status"]["connector"]["state"]),
+                task_summary(&c["status"]["tasks"]),
+                text(&c["info"]["config"]["connector.class"]),
+            ]
+        })
+        .collect();
+    if rows.is_empty() {
+        "no connectors".into()
+    } else {
+        table(&["NAME", "TYPE", "STATE", "TASKS", "CLASS"], &rows)
+    }
+}
+
+fn offsets_table(body: &Value) -> String {
+    let rows: Vec<Vec<String>> = body["offsets"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|o| vec![o["partition"].to_string(), o["offset"].to_string()])
+        .collect();
+    if rows.is_empty() {
+        "no offsets".into()
+    } else {
+        table(&["PARTITION", "OFFSET"], &rows)
+    }
+}
+
+/// What a config update did, as `PUT .../config` said.
+fn update_summary(status: StatusCode, update: Option<&str>) -> &'static str {
+    match (status, update) {
+        (StatusCode::CREATED, _) => "created",
+        (_, Some("transforms-swapped")) => "updated (transforms swapped in without a restart)",
+        (_, Some("restarted")) => "updated (tasks restarted)",
+        (_, Some("tasks-resized")) => "updated (tasks added or removed; the others went on)",
+        (_, Some("unchanged")) => "unchanged",
+        _ => "updated",
+    }
+}
+
+/// An action with no body in its answer (`DELETE`, `PUT .../pause`, ...):
+/// what it did, as a line or JSON.
+async fn act(
+    client: &Client,
+    output: Output,
+    method: Method,
+    name: &str,
+    suffix: &str,
+    word: &str,
+) -> Result<String, Failure> {
+    let path = format!("/connectors/{}{suffix}", seg(name));
+    client.call(method, &path, None).await?;
+    Ok(match output {
+        Output::Json => pretty(&json!({"name": name, "result": word})),
+        Output::Table => format!("{word} connector {name}"),
+    })
+}
+
 async fn connectors_command(
     client: &Client,
     output: Output,
@@ -493,27 +559,7 @@ async fn connectors_command(
             let answer = client
                 .call(Method::GET, "/connectors?expand=status&expand=info", None)
                 .await?;
-            shown(&answer.body, |body| {
-                let rows: Vec<Vec<String>> = body
-                    .as_object()
-                    .into_iter()
-                    .flatten()
-                    .map(|(name, c)| {
-                        vec![
-                            name.clone(),
-                            text(&c["info"]["type"]),
-                            text(&c["status"]["connector"]["state"]),
-                            task_summary(&c["status"]["tasks"]),
-                            text(&c["info"]["config"]["connector.class"]),
-                        ]
-                    })
-                    .collect();
-                if rows.is_empty() {
-                    "no connectors".into()
-                } else {
-                    table(&["NAME", "TYPE", "STATE", "TASKS", "CLASS"], &rows)
-                }
-            })
+            shown(&answer.body, connectors_table)
         }
         ConnectorsCommand::Get { name } => {
             let answer = client
@@ -544,27 +590,13 @@ async fn connectors_command(
             match output {
                 Output::Json => pretty(&answer.body),
                 Output::Table => {
-                    let what = match (answer.status, answer.update.as_deref()) {
-                        (StatusCode::CREATED, _) => "created".to_string(),
-                        (_, Some("transforms-swapped")) => {
-                            "updated (transforms swapped in without a restart)".to_string()
-                        }
-                        (_, Some("restarted")) => "updated (tasks restarted)".to_string(),
-                        (_, Some("tasks-resized")) => {
-                            "updated (tasks added or removed; the others went on)".to_string()
-                        }
-                        (_, Some("unchanged")) => "unchanged".to_string(),
-                        _ => "updated".to_string(),
-                    };
+                    let what = update_summary(answer.status, answer.update.as_deref());
                     format!("{what}: {}", info_table(&answer.body))
                 }
             }
         }
         ConnectorsCommand::Delete { name } => {
-            client
-                .call(Method::DELETE, &format!("/connectors/{}", seg(&name)), None)
-                .await?;
-            done(&name, "deleted", format!("deleted connector {name}"))
+            act(client, output, Method::DELETE, &name, "", "deleted").await?
         }
         ConnectorsCommand::Status { name } => {
             let answer = client
@@ -577,34 +609,13 @@ async fn connectors_command(
             shown(&answer.body, status_table)
         }
         ConnectorsCommand::Pause { name } => {
-            client
-                .call(
-                    Method::PUT,
-                    &format!("/connectors/{}/pause", seg(&name)),
-                    None,
-                )
-                .await?;
-            done(&name, "paused", format!("paused connector {name}"))
+            act(client, output, Method::PUT, &name, "/pause", "paused").await?
         }
         ConnectorsCommand::Resume { name } => {
-            client
-                .call(
-                    Method::PUT,
-                    &format!("/connectors/{}/resume", seg(&name)),
-                    None,
-                )
-                .await?;
-            done(&name, "resumed", format!("resumed connector {name}"))
+            act(client, output, Method::PUT, &name, "/resume", "resumed").await?
         }
         ConnectorsCommand::Stop { name } => {
-            client
-                .call(
-                    Method::PUT,
-                    &format!("/connectors/{}/stop", seg(&name)),
-                    None,
-                )
-                .await?;
-            done(&name, "stopped", format!("stopped connector {name}"))
+            act(client, output, Method::PUT, &name, "/stop", "stopped").await?
         }
         ConnectorsCommand::Restart {
             name,
@@ -635,25 +646,13 @@ async fn connectors_command(
                     None,
                 )
                 .await?;
-            shown(&answer.body, |body| {
-                let rows: Vec<Vec<String>> = body["offsets"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .map(|o| vec![o["partition"].to_string(), o["offset"].to_string()])
-                    .collect();
-                if rows.is_empty() {
-                    "no offsets".into()
-                } else {
-                    table(&["PARTITION", "OFFSET"], &rows)
-                }
-            })
+            shown(&answer.body, offsets_table)
         }
     })
 }
 
 /// `sluice validate FILE`: the checks of `PUT
-/// /connector-plugins/{class}/config/validate` ([`crate::rest::validate_report`]),
+/// /connector-plugins/{class}/config/validate` ([`crate::validate::Validator::report`]),
 /// run here with no worker and no broker. `worker_file` supplies the
 /// transforms library, `plugin.path`, config providers and the WASM cache.
 pub fn validate(file: &Path, worker_file: Option<&Path>, output: Output) -> ExitCode {

@@ -291,6 +291,88 @@ pub fn replay_group(topic: &str, opts: &ReplayOptions) -> String {
     )
 }
 
+/// Where the last replay of this group stopped, by partition.
+fn committed_positions(consumer: &BaseConsumer, topic: &str) -> anyhow::Result<BTreeMap<i32, i64>> {
+    let metadata = consumer.fetch_metadata(Some(topic), TIMEOUT)?;
+    let mut tpl = TopicPartitionList::new();
+    if let Some(t) = metadata.topics().iter().find(|t| t.name() == topic) {
+        for p in t.partitions() {
+            tpl.add_partition(topic, p.id());
+        }
+    }
+    let committed = consumer.committed_offsets(tpl, TIMEOUT)?;
+    Ok(committed
+        .elements()
+        .iter()
+        .filter_map(|e| match e.offset() {
+            Offset::Offset(o) => Some((e.partition(), o)),
+            _ => None,
+        })
+        .collect())
+}
+
+/// Moves the replay's progress past the records Kafka has acknowledged.
+fn commit_progress(
+    consumer: &BaseConsumer,
+    topic: &str,
+    progress: &BTreeMap<i32, i64>,
+    in_flight: &mut Vec<rdkafka::producer::DeliveryFuture>,
+) -> anyhow::Result<()> {
+    // Progress moves only past records Kafka has acknowledged.
+    for delivery in in_flight.drain(..) {
+        match futures::executor::block_on(delivery) {
+            Ok(Ok(_)) => {}
+            Ok(Err((e, _))) => {
+                anyhow::bail!("replaying a record failed: {e}; progress kept before it")
+            }
+            Err(_) => anyhow::bail!(
+                "the producer stopped; progress kept before the unacknowledged records"
+            ),
+        }
+    }
+    if progress.is_empty() {
+        return Ok(());
+    }
+    let mut tpl = TopicPartitionList::new();
+    for (p, next) in progress {
+        tpl.add_partition_offset(topic, *p, Offset::Offset(*next))?;
+    }
+    consumer.commit(&tpl, CommitMode::Sync)?;
+    Ok(())
+}
+
+/// A dead letter as it goes back: its original headers, plus which replay
+/// sent it and how many times it has been replayed.
+fn replayed_record<'a>(
+    d: &'a DeadLetter,
+    target: &'a str,
+    group: &'a str,
+) -> FutureRecord<'a, [u8], [u8]> {
+    let count = (d.replay_count() + 1).to_string();
+    let mut headers = OwnedHeaders::new();
+    for (k, v) in d.original_headers() {
+        headers = headers.insert(KafkaHeader {
+            key: k,
+            value: v.as_deref(),
+        });
+    }
+    headers = headers.insert(KafkaHeader {
+        key: REPLAY_HEADER,
+        value: Some(group.as_bytes()),
+    });
+    headers = headers.insert(KafkaHeader {
+        key: REPLAY_COUNT_HEADER,
+        value: Some(count.as_bytes()),
+    });
+    crate::kafka::future_record(
+        target,
+        d.key.as_deref(),
+        d.value.as_deref(),
+        d.timestamp,
+        headers,
+    )
+}
+
 pub fn replay(
     clients: &KafkaClients,
     topic: &str,
@@ -311,23 +393,7 @@ pub fn replay(
     let consumer = clients.tool_consumer(&group)?;
     let producer: FutureProducer =
         clients.producer(&format!("{group}-producer"), &Default::default())?;
-    // Where the last run stopped.
-    let metadata = consumer.fetch_metadata(Some(topic), TIMEOUT)?;
-    let mut tpl = TopicPartitionList::new();
-    if let Some(t) = metadata.topics().iter().find(|t| t.name() == topic) {
-        for p in t.partitions() {
-            tpl.add_partition(topic, p.id());
-        }
-    }
-    let committed = consumer.committed_offsets(tpl, TIMEOUT)?;
-    let resume: BTreeMap<i32, i64> = committed
-        .elements()
-        .iter()
-        .filter_map(|e| match e.offset() {
-            Offset::Offset(o) => Some((e.partition(), o)),
-            _ => None,
-        })
-        .collect();
+    let resume = committed_positions(&consumer, topic)?;
 
     let mut report = ReplayReport {
         topic: topic.to_string(),
@@ -337,32 +403,6 @@ pub fn replay(
     };
     let mut progress: BTreeMap<i32, i64> = BTreeMap::new();
     let mut in_flight: Vec<rdkafka::producer::DeliveryFuture> = Vec::new();
-    let commit = |consumer: &BaseConsumer,
-                  progress: &BTreeMap<i32, i64>,
-                  in_flight: &mut Vec<rdkafka::producer::DeliveryFuture>|
-     -> anyhow::Result<()> {
-        // Progress moves only past records Kafka has acknowledged.
-        for delivery in in_flight.drain(..) {
-            match futures::executor::block_on(delivery) {
-                Ok(Ok(_)) => {}
-                Ok(Err((e, _))) => {
-                    anyhow::bail!("replaying a record failed: {e}; progress kept before it")
-                }
-                Err(_) => anyhow::bail!(
-                    "the producer stopped; progress kept before the unacknowledged records"
-                ),
-            }
-        }
-        if progress.is_empty() {
-            return Ok(());
-        }
-        let mut tpl = TopicPartitionList::new();
-        for (p, next) in progress {
-            tpl.add_partition_offset(topic, *p, Offset::Offset(*next))?;
-        }
-        consumer.commit(&tpl, CommitMode::Sync)?;
-        Ok(())
-    };
     read_to_end(
         &consumer,
         topic,
@@ -391,33 +431,7 @@ pub fn replay(
                     ),
                 };
                 if !opts.dry_run {
-                    let count = (d.replay_count() + 1).to_string();
-                    let mut headers = OwnedHeaders::new();
-                    for (k, v) in d.original_headers() {
-                        headers = headers.insert(KafkaHeader {
-                            key: k,
-                            value: v.as_deref(),
-                        });
-                    }
-                    headers = headers.insert(KafkaHeader {
-                        key: REPLAY_HEADER,
-                        value: Some(group.as_bytes()),
-                    });
-                    headers = headers.insert(KafkaHeader {
-                        key: REPLAY_COUNT_HEADER,
-                        value: Some(count.as_bytes()),
-                    });
-                    let mut record: FutureRecord<'_, [u8], [u8]> =
-                        FutureRecord::to(&target).headers(headers);
-                    if let Some(k) = &d.key {
-                        record = record.key(k.as_slice());
-                    }
-                    if let Some(v) = &d.value {
-                        record = record.payload(v.as_slice());
-                    }
-                    if let Some(ts) = d.timestamp {
-                        record = record.timestamp(ts);
-                    }
+                    let record = replayed_record(&d, &target, &group);
                     let delivery = producer
                         .send_result(record)
                         .map_err(|(e, _)| anyhow::anyhow!("replaying to `{target}`: {e}"))?;
@@ -430,13 +444,13 @@ pub fn replay(
             }
             progress.insert(d.partition, d.offset + 1);
             if !opts.dry_run && in_flight.len() >= 500 {
-                commit(&consumer, &progress, &mut in_flight)?;
+                commit_progress(&consumer, topic, &progress, &mut in_flight)?;
             }
             Ok(true)
         },
     )?;
     if !opts.dry_run {
-        commit(&consumer, &progress, &mut in_flight)?;
+        commit_progress(&consumer, topic, &progress, &mut in_flight)?;
     }
     Ok(report)
 }

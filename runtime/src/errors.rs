@@ -248,17 +248,15 @@ impl ErrorHandler {
     /// a fatal error, returns the error that fails the task. Otherwise logs
     /// it if asked, dead-letters it if a DLQ is configured (waiting for
     /// Kafka's acknowledgement), and returns `Ok` so the task skips it.
-    pub async fn give_up(&self, f: Failure<'_>) -> Result<(), ConnectError> {
+    pub async fn tolerate_or_fail(&self, f: Failure<'_>) -> Result<(), ConnectError> {
         let [c, t] = self.labels();
-        self.metrics
-            .errors
-            .with_label_values(&[
-                c.as_str(),
-                t.as_str(),
-                f.stage.as_str(),
-                f.error.class_name(),
-            ])
-            .inc();
+        let failure_labels = [
+            c.as_str(),
+            t.as_str(),
+            f.stage.as_str(),
+            f.error.class_name(),
+        ];
+        self.metrics.errors.with_label_values(&failure_labels).inc();
         let at = f
             .record
             .map(Record::coordinates)
@@ -302,12 +300,7 @@ impl ErrorHandler {
             }
             self.metrics
                 .dlq_records
-                .with_label_values(&[
-                    c.as_str(),
-                    t.as_str(),
-                    f.stage.as_str(),
-                    f.error.class_name(),
-                ])
+                .with_label_values(&failure_labels)
                 .inc();
             self.metrics
                 .records
@@ -369,17 +362,13 @@ impl ErrorHandler {
             ("x-dead-letter-failed-at", failed_at),
             ("x-dead-letter-stage", f.stage.as_str().to_string()),
         ]);
-        let mut record: FutureRecord<'_, [u8], [u8]> =
-            FutureRecord::to(&dlq.topic).headers(dead_letter_headers(original, &context));
-        if let Some(k) = &original.key {
-            record = record.key(k.as_slice());
-        }
-        if let Some(v) = &original.value {
-            record = record.payload(v.as_slice());
-        }
-        if let Some(ts) = original.timestamp {
-            record = record.timestamp(ts);
-        }
+        let record = crate::kafka::future_record(
+            &dlq.topic,
+            original.key.as_deref(),
+            original.value.as_deref(),
+            original.timestamp,
+            dead_letter_headers(original, &context),
+        );
         match producer.send(record, Duration::from_secs(60)).await {
             Ok(_) => Ok(()),
             Err((e, _))

@@ -364,46 +364,42 @@ async fn delete_offsets(
     }
 }
 
+/// PAUSED (202), RUNNING (202) or STOPPED (204); 404 if unknown.
+async fn set_target(
+    herder: &Herder,
+    name: &str,
+    target: TargetState,
+    done: StatusCode,
+) -> Result<StatusCode, ApiError> {
+    match herder
+        .set_target(name, target)
+        .await
+        .map_err(worker_error)?
+    {
+        true => Ok(done),
+        false => Err(unknown(name)),
+    }
+}
+
 async fn pause_connector(
     State(herder): State<Arc<Herder>>,
     Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    match herder
-        .set_target(&name, TargetState::Paused)
-        .await
-        .map_err(worker_error)?
-    {
-        true => Ok(StatusCode::ACCEPTED),
-        false => Err(unknown(&name)),
-    }
+    set_target(&herder, &name, TargetState::Paused, StatusCode::ACCEPTED).await
 }
 
 async fn resume_connector(
     State(herder): State<Arc<Herder>>,
     Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    match herder
-        .set_target(&name, TargetState::Running)
-        .await
-        .map_err(worker_error)?
-    {
-        true => Ok(StatusCode::ACCEPTED),
-        false => Err(unknown(&name)),
-    }
+    set_target(&herder, &name, TargetState::Running, StatusCode::ACCEPTED).await
 }
 
 async fn stop_connector(
     State(herder): State<Arc<Herder>>,
     Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    match herder
-        .set_target(&name, TargetState::Stopped)
-        .await
-        .map_err(worker_error)?
-    {
-        true => Ok(StatusCode::NO_CONTENT),
-        false => Err(unknown(&name)),
-    }
+    set_target(&herder, &name, TargetState::Stopped, StatusCode::NO_CONTENT).await
 }
 
 /// `POST /connectors` with `{name, config, initial_state?}`: 201, or 409

@@ -13,7 +13,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use crate::config::{CommonConfig, ConnectorSpec};
+use crate::config::{CommonConfig, ConnectorSpec, StreamConfig};
 use crate::errors::ErrorHandler;
 use crate::kafka::KafkaClients;
 use crate::metrics::Metrics;
@@ -77,7 +77,7 @@ struct ConnectorRuntime {
 
 /// What a connector's tasks share: transform chain updates, the paused
 /// flag, the topics used.
-struct TaskLinks {
+struct SharedWithTasks {
     chain: tokio::sync::watch::Receiver<CompiledChain>,
     paused: tokio::sync::watch::Receiver<bool>,
     topics: Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>,
@@ -85,8 +85,8 @@ struct TaskLinks {
 
 impl ConnectorRuntime {
     /// What a new task of this connector is linked to.
-    fn links(&self) -> TaskLinks {
-        TaskLinks {
+    fn links(&self) -> SharedWithTasks {
+        SharedWithTasks {
             chain: self.chain.subscribe(),
             paused: self.paused.subscribe(),
             topics: self.topics.clone(),
@@ -384,6 +384,18 @@ impl Worker {
         &self.clients
     }
 
+    /// The connector's config validated (see [`Validator::validate`]), or
+    /// why it is invalid.
+    pub async fn validated(&self, spec: &ConnectorSpec) -> Result<ValidatedConnector, WorkerError> {
+        self.validator
+            .validate(spec)
+            .await
+            .map_err(|error| WorkerError::Invalid {
+                name: spec.name.clone(),
+                error,
+            })
+    }
+
     pub async fn create(&self, spec: &ConnectorSpec) -> Result<(), WorkerError> {
         self.create_in(spec, TargetState::Running).await
     }
@@ -398,14 +410,7 @@ impl Worker {
         if self.connectors.read().await.contains_key(&spec.name) {
             return Err(WorkerError::AlreadyExists(spec.name.clone()));
         }
-        let validated =
-            self.validator
-                .validate(spec)
-                .await
-                .map_err(|error| WorkerError::Invalid {
-                    name: spec.name.clone(),
-                    error,
-                })?;
+        let validated = self.validated(spec).await?;
         self.start_in(validated, target).await
     }
 
@@ -481,7 +486,7 @@ impl Worker {
                 &v,
                 id,
                 config,
-                TaskLinks {
+                SharedWithTasks {
                     chain: chain.subscribe(),
                     paused: paused.subscribe(),
                     topics: topics.clone(),
@@ -529,14 +534,7 @@ impl Worker {
         if current.config == spec.config {
             return Ok(Updated::Unchanged);
         }
-        let validated =
-            self.validator
-                .validate(spec)
-                .await
-                .map_err(|error| WorkerError::Invalid {
-                    name: spec.name.clone(),
-                    error,
-                })?;
+        let validated = self.validated(spec).await?;
         if self.is_stopped(&spec.name).await == Some(true) {
             if let Some(c) = self.connectors.write().await.get_mut(&spec.name) {
                 c.spec = spec.clone();
@@ -816,126 +814,157 @@ impl Worker {
                 "Connectors must be in the STOPPED state before their offsets can be modified: PUT /connectors/{name}/stop first"
             )));
         }
-        let bad = WorkerError::BadRequest;
         match (kind, entries) {
-            (ConnectorType::Source, None) => {
-                if self.source_uses_offsets_topic(&spec)? {
-                    // Tombstones for every partition the topic knows.
-                    let known = self
-                        .clients
-                        .offsets_topic()
-                        .read(&self.clients, name)
-                        .await
-                        .map_err(|e| bad(format!("{e:#}")))?;
-                    let forget: Vec<_> = known.into_keys().map(|k| (k, None)).collect();
-                    self.clients
-                        .offsets_topic()
-                        .write(&self.clients, name, &forget)
-                        .await
-                        .map_err(|e| bad(format!("writing the offsets topic: {e:#}")))?;
-                }
-                self.offsets.reset(name).map_err(|e| bad(e.to_string()))?
-            }
+            (ConnectorType::Source, None) => self.reset_source_offsets(name, &spec).await?,
             (ConnectorType::Source, Some(entries)) => {
-                let mut changes = Vec::new();
-                for e in entries {
-                    let partition =
-                        e.get("partition")
-                            .filter(|p| p.is_object())
-                            .ok_or_else(|| {
-                                bad(format!("each entry needs a `partition` object: {e}"))
-                            })?;
-                    let offset = match e.get("offset") {
-                        None | Some(serde_json::Value::Null) => None,
-                        Some(o) if o.is_object() => Some(o.clone()),
-                        Some(o) => {
-                            return Err(bad(format!(
-                                "`offset` must be an object or null, got {o}"
-                            )));
-                        }
-                    };
-                    changes.push((sluice_sdk::source_partition_key(partition), offset));
-                }
-                if self.source_uses_offsets_topic(&spec)? {
-                    self.clients
-                        .offsets_topic()
-                        .write(&self.clients, name, &changes)
-                        .await
-                        .map_err(|e| bad(format!("writing the offsets topic: {e:#}")))?;
-                }
-                self.offsets
-                    .alter(name, changes)
-                    .map_err(|e| bad(e.to_string()))?;
+                self.alter_source_offsets(name, &spec, entries).await?
             }
             (ConnectorType::Sink | ConnectorType::Stream, entries) => {
-                let topics = self.sink_topics(&spec)?;
-                let (clients, group) = (self.clients.clone(), task::group_id(name));
-                let wanted: Vec<(String, i32, Option<i64>)> = match entries {
-                    None => {
-                        let (c, g) = (clients.clone(), group.clone());
-                        tokio::task::spawn_blocking(move || c.group_offsets(&g, &topics))
-                            .await
-                            .map_err(|e| bad(e.to_string()))?
-                            .map_err(|e| bad(format!("{e:#}")))?
-                            .into_iter()
-                            .map(|(t, p, _)| (t, p, None))
-                            .collect()
-                    }
-                    Some(entries) => {
-                        let mut out = Vec::new();
-                        for e in entries {
-                            let topic =
-                                e["partition"]["kafka_topic"].as_str().ok_or_else(|| {
-                                    bad(format!("each entry needs partition.kafka_topic: {e}"))
-                                })?;
-                            let partition =
-                                e["partition"]["kafka_partition"].as_i64().ok_or_else(|| {
-                                    bad(format!("each entry needs partition.kafka_partition: {e}"))
-                                })?;
-                            if !topics.iter().any(|t| t == topic) {
-                                return Err(bad(format!(
-                                    "`{topic}` is not one of the connector's topics"
-                                )));
-                            }
-                            let offset = match &e["offset"] {
-                                serde_json::Value::Null => None,
-                                o => Some(
-                                    o["kafka_offset"]
-                                        .as_i64()
-                                        .filter(|n| *n >= 0)
-                                        .ok_or_else(|| bad(format!("offset.kafka_offset must be a non-negative number: {e}")))?,
-                                ),
-                            };
-                            out.push((topic.to_string(), partition as i32, offset));
-                        }
-                        out
-                    }
-                };
-                // A sink that keeps offsets with its data (exactly-once)
-                // changes them first: they decide where its tasks resume.
-                let v = self
-                    .validator
-                    .validate(&spec)
-                    .await
-                    .map_err(|e| bad(e.to_string()))?;
-                if let Plugin::Sink(p) = &v.plugin {
-                    p.alter_offsets(&v.plugin_config, name, &wanted)
-                        .await
-                        .map_err(|e| {
-                            bad(format!(
-                                "changing the offsets stored in the sink: {}",
-                                e.full_message()
-                            ))
-                        })?;
-                }
-                tokio::task::spawn_blocking(move || clients.set_group_offsets(&group, &wanted))
-                    .await
-                    .map_err(|e| bad(e.to_string()))?
-                    .map_err(|e| bad(format!("committing the offsets: {e:#}")))?;
+                self.alter_sink_offsets(name, &spec, entries).await?
             }
         }
         tracing::info!(connector = %name, "offsets changed while stopped");
         Ok(true)
+    }
+
+    /// DELETE on a source: every partition forgotten, in the offsets topic
+    /// (tombstones) and the store.
+    async fn reset_source_offsets(
+        &self,
+        name: &str,
+        spec: &ConnectorSpec,
+    ) -> Result<(), WorkerError> {
+        let bad = WorkerError::BadRequest;
+        if self.source_uses_offsets_topic(spec)? {
+            // Tombstones for every partition the topic knows.
+            let known = self
+                .clients
+                .offsets_topic()
+                .read(&self.clients, name)
+                .await
+                .map_err(|e| bad(format!("{e:#}")))?;
+            let forget: Vec<_> = known.into_keys().map(|k| (k, None)).collect();
+            self.clients
+                .offsets_topic()
+                .write(&self.clients, name, &forget)
+                .await
+                .map_err(|e| bad(format!("writing the offsets topic: {e:#}")))?;
+        }
+        self.offsets.reset(name).map_err(|e| bad(e.to_string()))?;
+        Ok(())
+    }
+
+    /// PATCH on a source: `{partition, offset}` entries, a null offset
+    /// forgetting its partition.
+    async fn alter_source_offsets(
+        &self,
+        name: &str,
+        spec: &ConnectorSpec,
+        entries: Vec<serde_json::Value>,
+    ) -> Result<(), WorkerError> {
+        let bad = WorkerError::BadRequest;
+        let mut changes = Vec::new();
+        for e in entries {
+            let partition = e
+                .get("partition")
+                .filter(|p| p.is_object())
+                .ok_or_else(|| bad(format!("each entry needs a `partition` object: {e}")))?;
+            let offset = match e.get("offset") {
+                None | Some(serde_json::Value::Null) => None,
+                Some(o) if o.is_object() => Some(o.clone()),
+                Some(o) => {
+                    return Err(bad(format!("`offset` must be an object or null, got {o}")));
+                }
+            };
+            changes.push((sluice_sdk::source_partition_key(partition), offset));
+        }
+        if self.source_uses_offsets_topic(spec)? {
+            self.clients
+                .offsets_topic()
+                .write(&self.clients, name, &changes)
+                .await
+                .map_err(|e| bad(format!("writing the offsets topic: {e:#}")))?;
+        }
+        self.offsets
+            .alter(name, changes)
+            .map_err(|e| bad(e.to_string()))?;
+        Ok(())
+    }
+
+    /// PATCH or DELETE on a sink or stream: its consumer group's offsets,
+    /// and first those an exactly-once sink stores with its data.
+    async fn alter_sink_offsets(
+        &self,
+        name: &str,
+        spec: &ConnectorSpec,
+        entries: Option<Vec<serde_json::Value>>,
+    ) -> Result<(), WorkerError> {
+        let bad = WorkerError::BadRequest;
+        let topics = self.sink_topics(spec)?;
+        let (clients, group) = (self.clients.clone(), task::group_id(name));
+        let wanted: Vec<(String, i32, Option<i64>)> = match entries {
+            None => {
+                let (c, g) = (clients.clone(), group.clone());
+                tokio::task::spawn_blocking(move || c.group_offsets(&g, &topics))
+                    .await
+                    .map_err(|e| bad(e.to_string()))?
+                    .map_err(|e| bad(format!("{e:#}")))?
+                    .into_iter()
+                    .map(|(t, p, _)| (t, p, None))
+                    .collect()
+            }
+            Some(entries) => {
+                let mut out = Vec::new();
+                for e in entries {
+                    let topic = e["partition"]["kafka_topic"].as_str().ok_or_else(|| {
+                        bad(format!("each entry needs partition.kafka_topic: {e}"))
+                    })?;
+                    let partition =
+                        e["partition"]["kafka_partition"].as_i64().ok_or_else(|| {
+                            bad(format!("each entry needs partition.kafka_partition: {e}"))
+                        })?;
+                    if !topics.iter().any(|t| t == topic) {
+                        return Err(bad(format!(
+                            "`{topic}` is not one of the connector's topics"
+                        )));
+                    }
+                    let offset = match &e["offset"] {
+                        serde_json::Value::Null => None,
+                        o => Some(o["kafka_offset"].as_i64().filter(|n| *n >= 0).ok_or_else(
+                            || {
+                                bad(format!(
+                                    "offset.kafka_offset must be a non-negative number: {e}"
+                                ))
+                            },
+                        )?),
+                    };
+                    out.push((topic.to_string(), partition as i32, offset));
+                }
+                out
+            }
+        };
+        // A sink that keeps offsets with its data (exactly-once)
+        // changes them first: they decide where its tasks resume.
+        let v = self
+            .validator
+            .validate(spec)
+            .await
+            .map_err(|e| bad(e.to_string()))?;
+        if let Plugin::Sink(p) = &v.plugin {
+            p.alter_offsets(&v.plugin_config, name, &wanted)
+                .await
+                .map_err(|e| {
+                    bad(format!(
+                        "changing the offsets stored in the sink: {}",
+                        e.full_message()
+                    ))
+                })?;
+        }
+        tokio::task::spawn_blocking(move || clients.set_group_offsets(&group, &wanted))
+            .await
+            .map_err(|e| bad(e.to_string()))?
+            .map_err(|e| bad(format!("committing the offsets: {e:#}")))?;
+        Ok(())
     }
 
     pub async fn is_stopped(&self, name: &str) -> Option<bool> {
@@ -983,14 +1012,7 @@ impl Worker {
         if stopped {
             return Err(stopped_error());
         }
-        let validated =
-            self.validator
-                .validate(&spec)
-                .await
-                .map_err(|error| WorkerError::Invalid {
-                    name: name.to_string(),
-                    error,
-                })?;
+        let validated = self.validated(&spec).await?;
         let mut connectors = self.connectors.write().await;
         let Some(c) = connectors.get_mut(name) else {
             return Ok(None);
@@ -1107,14 +1129,7 @@ impl Worker {
             Some(c) if status_of(c).is_some() => c.spec.clone(),
             _ => return Ok(false),
         };
-        let validated =
-            self.validator
-                .validate(&spec)
-                .await
-                .map_err(|error| WorkerError::Invalid {
-                    name: name.to_string(),
-                    error,
-                })?;
+        let validated = self.validated(&spec).await?;
         match self.connectors.read().await.get(name).and_then(status_of) {
             Some(status) => status.set(State::Restarting, None),
             None => return Ok(false),
@@ -1146,14 +1161,9 @@ impl Worker {
         v: &ValidatedConnector,
         id: u32,
         config: ConfigMap,
-        links: TaskLinks,
+        shared: SharedWithTasks,
         restarting: bool,
     ) -> TaskRuntime {
-        let TaskLinks {
-            chain: chain_updates,
-            paused,
-            topics: active_topics,
-        } = links;
         let name: Arc<str> = Arc::from(v.spec.name.as_str());
         let status = StatusCell::new(self.metrics.clone(), &name, id);
         if restarting {
@@ -1169,117 +1179,62 @@ impl Worker {
             common: v.common.clone(),
             clients: self.clients.clone(),
             metrics: self.metrics.clone(),
+            task_metrics: task::TaskMetrics::new(&self.metrics, &name, id),
             cancel: cancel.clone(),
             chain: std::sync::Mutex::new(None),
-            chain_updates,
-            paused,
+            chain_updates: shared.chain,
+            paused: shared.paused,
             status: status.clone(),
-            active_topics,
+            active_topics: shared.topics,
             leave_group: leave_group.clone(),
-        };
-        let chain = env.chain_updates.borrow().clone();
-        let metrics = self.metrics.clone();
-        let plugin = v.plugin.clone();
-        let offsets = self.offsets.clone();
-        let task_status = status.clone();
-        let task_config = config.clone();
-        let dlq_producer = match &v.common.errors.dlq {
-            Some(_) => match self.clients.producer(
-                &format!("sluice-{name}-{id}-dlq"),
-                &v.common.producer_overrides,
-            ) {
-                Ok(p) => Some(p),
-                Err(e) => {
-                    status.set(
-                        State::Failed,
-                        Some(format!("creating the dead-letter queue producer: {e}")),
-                    );
-                    None
-                }
-            },
-            None => None,
         };
         let errors = ErrorHandler::new(
             v.common.errors.clone(),
             name.clone(),
             id,
             self.metrics.clone(),
-            dlq_producer,
+            self.dlq_producer(v, &name, id, &status),
             cancel.clone(),
         );
-        let body = async move {
-            let context = TaskContext {
-                connector: name.to_string(),
-                task_id: id,
-            };
-            let mut env = env;
-            env.chain_updates.mark_unchanged();
-            if !chain.is_empty() {
-                let (connector, task) = (name.to_string(), id);
-                let instantiated = tokio::task::spawn_blocking(move || {
-                    chain.instantiate(&metrics, &connector, task)
-                })
-                .await
-                .map_err(|e| {
-                    sluice_sdk::ConnectError::fatal(format!("instantiating transforms: {e}"))
-                })?;
-                env.chain = std::sync::Mutex::new(Some(instantiated?));
-            }
-            task_status.set(State::Running, None);
-            tracing::info!("task running");
-            match plugin {
-                Plugin::Source(p) => {
-                    let from_topic =
-                        task::source::uses_offsets_topic(env.common.delivery_guarantee, &offsets);
-                    let start =
-                        task::source::start_offsets(&env.clients, &offsets, &name, from_topic)
-                            .await?;
-                    let source = p.create_task(&task_config, context, start)?;
-                    task::source::run(env, source, offsets, errors).await
-                }
-                Plugin::Stream => {
-                    let config =
-                        crate::config::StreamConfig::parse(&task_config, &env.common.topics)
-                            .map_err(|e| sluice_sdk::ConnectError::fatal(e.to_string()))?;
-                    task::stream::run(env, config, errors).await
-                }
-                Plugin::Sink(p) => {
-                    let sink = p.create_task(&task_config, context)?;
-                    task::sink::run(env, sink, errors).await
-                }
-            }
-        };
-        let supervised_status = status.clone();
-        let join = tokio::spawn(
-            async move {
-                match AssertUnwindSafe(body).catch_unwind().await {
-                    Ok(Ok(())) => tracing::info!("task stopped"),
-                    Ok(Err(e)) => {
-                        let trace = e.full_message();
-                        tracing::error!(kind = %e.kind, error = %trace, "task failed");
-                        supervised_status.set(State::Failed, Some(trace));
-                    }
-                    Err(panic) => {
-                        let message = panic
-                            .downcast_ref::<String>()
-                            .cloned()
-                            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                            .unwrap_or_else(|| "unknown panic".into());
-                        tracing::error!(panic = %message, "task panicked");
-                        supervised_status
-                            .set(State::Failed, Some(format!("task panicked: {message}")));
-                    }
-                }
-            }
-            .instrument(span),
+        let body = run_task(
+            env,
+            v.plugin.clone(),
+            config.clone(),
+            self.offsets.clone(),
+            errors,
         );
         TaskRuntime {
             id,
+            join: tokio::spawn(supervised(body, status.clone()).instrument(span)),
             status,
             cancel,
             leave_group,
-            join,
             config,
+        }
+    }
+
+    /// The producer of the connector's dead-letter queue, if it has one; a
+    /// task that cannot have it is FAILED.
+    fn dlq_producer(
+        &self,
+        v: &ValidatedConnector,
+        name: &str,
+        id: u32,
+        status: &StatusCell,
+    ) -> Option<rdkafka::producer::FutureProducer> {
+        v.common.errors.dlq.as_ref()?;
+        match self.clients.producer(
+            &format!("sluice-{name}-{id}-dlq"),
+            &v.common.producer_overrides,
+        ) {
+            Ok(p) => Some(p),
+            Err(e) => {
+                status.set(
+                    State::Failed,
+                    Some(format!("creating the dead-letter queue producer: {e}")),
+                );
+                None
+            }
         }
     }
 
@@ -1381,6 +1336,80 @@ impl Worker {
                 tracing::warn!(connector = %name, task = t.id, "task did not stop in time; aborting it (its uncommitted batch will be redelivered)");
                 join.abort();
             }
+        }
+    }
+}
+
+/// A task from start to end: its transforms instantiated, then the loop of
+/// its kind until it stops or fails.
+async fn run_task(
+    mut env: TaskEnv,
+    plugin: Plugin,
+    task_config: ConfigMap,
+    offsets: Arc<OffsetStore>,
+    errors: ErrorHandler,
+) -> Result<(), sluice_sdk::ConnectError> {
+    let context = TaskContext {
+        connector: env.connector.to_string(),
+        task_id: env.task_id,
+    };
+    let chain = env.chain_updates.borrow_and_update().clone();
+    if !chain.is_empty() {
+        let (metrics, connector, task) =
+            (env.metrics.clone(), env.connector.to_string(), env.task_id);
+        let instantiated =
+            tokio::task::spawn_blocking(move || chain.instantiate(&metrics, &connector, task))
+                .await
+                .map_err(|e| {
+                    sluice_sdk::ConnectError::fatal(format!("instantiating transforms: {e}"))
+                })?;
+        env.chain = std::sync::Mutex::new(Some(instantiated?));
+    }
+    env.status.set(State::Running, None);
+    tracing::info!("task running");
+    match plugin {
+        Plugin::Source(p) => {
+            let from_topic =
+                task::source::uses_offsets_topic(env.common.delivery_guarantee, &offsets);
+            let start =
+                task::source::start_offsets(&env.clients, &offsets, &env.connector, from_topic)
+                    .await?;
+            let source = p.create_task(&task_config, context, start)?;
+            task::source::run(env, source, offsets, errors).await
+        }
+        Plugin::Stream => {
+            let config = StreamConfig::parse(&task_config, &env.common.topics)
+                .map_err(|e| sluice_sdk::ConnectError::fatal(e.to_string()))?;
+            task::stream::run(env, config, errors).await
+        }
+        Plugin::Sink(p) => {
+            let sink = p.create_task(&task_config, context)?;
+            task::sink::run(env, sink, errors).await
+        }
+    }
+}
+
+/// Runs a task's body; a failure or a panic leaves it FAILED with its
+/// trace, never takes the worker down.
+async fn supervised(
+    body: impl std::future::Future<Output = Result<(), sluice_sdk::ConnectError>>,
+    status: StatusCell,
+) {
+    match AssertUnwindSafe(body).catch_unwind().await {
+        Ok(Ok(())) => tracing::info!("task stopped"),
+        Ok(Err(e)) => {
+            let trace = e.full_message();
+            tracing::error!(kind = %e.kind, error = %trace, "task failed");
+            status.set(State::Failed, Some(trace));
+        }
+        Err(panic) => {
+            let message = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "unknown panic".into());
+            tracing::error!(panic = %message, "task panicked");
+            status.set(State::Failed, Some(format!("task panicked: {message}")));
         }
     }
 }

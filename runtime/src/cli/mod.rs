@@ -230,30 +230,10 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Standalone { worker, connectors } => {
-            let runtime = match tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build()
-            {
-                Ok(r) => r,
-                Err(e) => {
-                    eprintln!("error: starting the async runtime: {e}");
-                    return ExitCode::FAILURE;
-                }
-            };
-            runtime.block_on(run::run_worker(worker, connectors, run::Mode::Standalone))
+            run::run_worker(worker, connectors, run::Mode::Standalone)
         }
         Command::Distributed { worker } => {
-            let runtime = match tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build()
-            {
-                Ok(r) => r,
-                Err(e) => {
-                    eprintln!("error: starting the async runtime: {e}");
-                    return ExitCode::FAILURE;
-                }
-            };
-            runtime.block_on(run::run_worker(worker, Vec::new(), run::Mode::Distributed))
+            run::run_worker(worker, Vec::new(), run::Mode::Distributed)
         }
         Command::Dlq { command } => {
             crate::logging::init(crate::logging::LogFormat::Text);

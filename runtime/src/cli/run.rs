@@ -50,12 +50,23 @@ struct Loaded {
     connectors: Vec<(PathBuf, ConnectorSpec)>,
 }
 
-pub(super) async fn run_worker(
+/// Runs a worker on a runtime of its own until it is stopped.
+pub(super) fn run_worker(
     worker_file: PathBuf,
     connector_files: Vec<PathBuf>,
     mode: Mode,
 ) -> ExitCode {
-    match run(worker_file, connector_files, mode).await {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: starting the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(worker_file, connector_files, mode)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(stop) => stop.exit(),
     }

@@ -508,93 +508,8 @@ impl CommonConfig {
             }
         }
         let keys: CommonKeys = from_string_map(&common)?;
-        // What the runtime's guarantees rest on is not the connector's to change.
-        for (prefix, overrides, fixed) in [
-            (
-                "consumer.override.",
-                &consumer_overrides,
-                &[
-                    "group.id",
-                    "enable.auto.commit",
-                    "enable.auto.offset.store",
-                    "isolation.level",
-                    "auto.offset.reset",
-                ][..],
-            ),
-            (
-                "producer.override.",
-                &producer_overrides,
-                &["transactional.id", "enable.idempotence"][..],
-            ),
-        ] {
-            if let Some(k) = overrides.keys().find(|k| fixed.contains(&k.as_str())) {
-                return Err(ConfigError::new(
-                    format!("{prefix}{k}"),
-                    "is set by Sluice to keep the delivery guarantee and cannot be overridden",
-                ));
-            }
-        }
-        if keys.tasks_max == 0 {
-            return Err(ConfigError::new("tasks.max", "must be at least 1"));
-        }
-        if keys.topics_regex.is_some() {
-            return Err(ConfigError::new(
-                "topics.regex",
-                "is not supported yet; list the topics in `topics`",
-            ));
-        }
-        for (key, converter, schemas) in [
-            (
-                "key.converter",
-                &keys.key_converter,
-                keys.key_converter_schemas,
-            ),
-            (
-                "value.converter",
-                &keys.value_converter,
-                keys.value_converter_schemas,
-            ),
-        ] {
-            if let Some(c) = converter
-                && !PASS_THROUGH_CONVERTERS.contains(&c.as_str())
-            {
-                return Err(ConfigError::new(
-                    key,
-                    format!(
-                        "`{c}` is not supported; Sluice passes bytes through (JsonConverter with schemas.enable=false, StringConverter or ByteArrayConverter)"
-                    ),
-                ));
-            }
-            if schemas == Some(true) {
-                return Err(ConfigError::new(
-                    format!("{key}.schemas.enable"),
-                    "schema envelopes are not supported; set it to false",
-                ));
-            }
-        }
-        if keys.batch_max_records == 0 {
-            return Err(ConfigError::new("batch.max.records", "must be at least 1"));
-        }
-        if keys.transaction_boundary == TransactionBoundary::Connector {
-            return Err(ConfigError::new(
-                "transaction.boundary",
-                "`connector` (boundaries defined by the connector) is not supported: Sluice's connector API has no way to define them; use poll or interval",
-            ));
-        }
-        if keys.transaction_boundary_interval_ms.is_some()
-            && keys.transaction_boundary != TransactionBoundary::Interval
-        {
-            return Err(ConfigError::new(
-                "transaction.boundary.interval.ms",
-                "applies only with transaction.boundary=interval",
-            ));
-        }
-        if keys.transaction_boundary_interval_ms == Some(0) {
-            return Err(ConfigError::new(
-                "transaction.boundary.interval.ms",
-                "must be at least 1",
-            ));
-        }
+        check_overrides(&consumer_overrides, &producer_overrides)?;
+        check_common_keys(&keys)?;
         let errors = ErrorPolicy::parse(&error_keys, &keys.topics)?;
         let key_converter = Converter::parse("key.converter", keys.key_converter.as_deref())?;
         let value_converter = Converter::parse("value.converter", keys.value_converter.as_deref())?;
@@ -623,6 +538,105 @@ impl CommonConfig {
             plugin,
         ))
     }
+}
+
+/// What the runtime's guarantees rest on is not the connector's to change.
+fn check_overrides(
+    consumer_overrides: &ConfigMap,
+    producer_overrides: &ConfigMap,
+) -> Result<(), ConfigError> {
+    for (prefix, overrides, fixed) in [
+        (
+            "consumer.override.",
+            consumer_overrides,
+            &[
+                "group.id",
+                "enable.auto.commit",
+                "enable.auto.offset.store",
+                "isolation.level",
+                "auto.offset.reset",
+            ][..],
+        ),
+        (
+            "producer.override.",
+            producer_overrides,
+            &["transactional.id", "enable.idempotence"][..],
+        ),
+    ] {
+        if let Some(k) = overrides.keys().find(|k| fixed.contains(&k.as_str())) {
+            return Err(ConfigError::new(
+                format!("{prefix}{k}"),
+                "is set by Sluice to keep the delivery guarantee and cannot be overridden",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The common keys' values: in range, supported, consistent.
+fn check_common_keys(keys: &CommonKeys) -> Result<(), ConfigError> {
+    if keys.tasks_max == 0 {
+        return Err(ConfigError::new("tasks.max", "must be at least 1"));
+    }
+    if keys.topics_regex.is_some() {
+        return Err(ConfigError::new(
+            "topics.regex",
+            "is not supported yet; list the topics in `topics`",
+        ));
+    }
+    for (key, converter, schemas) in [
+        (
+            "key.converter",
+            &keys.key_converter,
+            keys.key_converter_schemas,
+        ),
+        (
+            "value.converter",
+            &keys.value_converter,
+            keys.value_converter_schemas,
+        ),
+    ] {
+        if let Some(c) = converter
+            && !PASS_THROUGH_CONVERTERS.contains(&c.as_str())
+        {
+            return Err(ConfigError::new(
+                key,
+                format!(
+                    "`{c}` is not supported; Sluice passes bytes through (JsonConverter with schemas.enable=false, StringConverter or ByteArrayConverter)"
+                ),
+            ));
+        }
+        if schemas == Some(true) {
+            return Err(ConfigError::new(
+                format!("{key}.schemas.enable"),
+                "schema envelopes are not supported; set it to false",
+            ));
+        }
+    }
+    if keys.batch_max_records == 0 {
+        return Err(ConfigError::new("batch.max.records", "must be at least 1"));
+    }
+    if keys.transaction_boundary == TransactionBoundary::Connector {
+        return Err(ConfigError::new(
+            "transaction.boundary",
+            "`connector` (boundaries defined by the connector) is not supported: Sluice's connector API has no way to define them; use poll or interval",
+        ));
+    }
+    if keys.transaction_boundary_interval_ms.is_some()
+        && keys.transaction_boundary != TransactionBoundary::Interval
+    {
+        return Err(ConfigError::new(
+            "transaction.boundary.interval.ms",
+            "applies only with transaction.boundary=interval",
+        ));
+    }
+    if keys.transaction_boundary_interval_ms == Some(0) {
+        return Err(ConfigError::new(
+            "transaction.boundary.interval.ms",
+            "must be at least 1",
+        ));
+    }
+    Ok(())
 }
 
 fn is_common_key(k: &str) -> bool {

@@ -101,6 +101,27 @@ impl PredicateKind {
     }
 }
 
+/// The keys of one alias of `section` (`transforms` or `predicates`),
+/// without their `<alias>.` prefix; an alias may be listed once.
+fn alias_keys(
+    section: &str,
+    alias: &str,
+    listed_twice: bool,
+    keys: &ConfigMap,
+) -> Result<ConfigMap, ConfigError> {
+    if listed_twice {
+        return Err(ConfigError::new(
+            section,
+            format!("`{alias}` is listed twice"),
+        ));
+    }
+    let prefix = format!("{alias}.");
+    Ok(keys
+        .iter()
+        .filter_map(|(k, v)| k.strip_prefix(&prefix).map(|r| (r.to_string(), v.clone())))
+        .collect())
+}
+
 /// Every `<section>.<alias>.*` key must belong to an alias listed in `<section>`.
 fn check_listed(
     section: &str,
@@ -126,17 +147,8 @@ pub(crate) fn parse_predicates(
 ) -> Result<Vec<PredicateSpec>, ConfigError> {
     let mut specs: Vec<PredicateSpec> = Vec::new();
     for alias in aliases {
-        if specs.iter().any(|s| &s.alias == alias) {
-            return Err(ConfigError::new(
-                "predicates",
-                format!("`{alias}` is listed twice"),
-            ));
-        }
-        let prefix = format!("{alias}.");
-        let mut config: ConfigMap = keys
-            .iter()
-            .filter_map(|(k, v)| k.strip_prefix(&prefix).map(|r| (r.to_string(), v.clone())))
-            .collect();
+        let listed_twice = specs.iter().any(|s| &s.alias == alias);
+        let mut config = alias_keys("predicates", alias, listed_twice, keys)?;
         let source = config.clone();
         let key = |k: &str| format!("predicates.{alias}.{k}");
         let ty = config.remove("type").ok_or_else(|| {
@@ -255,6 +267,86 @@ impl CommonConfig {
     }
 }
 
+/// `transforms.<alias>.type` (and `module`): a WASM component's path, or a
+/// standard transform's kind.
+fn transform_type(
+    alias: &str,
+    config: &mut ConfigMap,
+) -> Result<(PathBuf, Option<String>), ConfigError> {
+    let key = |k: &str| format!("transforms.{alias}.{k}");
+    Ok(match config.remove("type").as_deref() {
+        Some("wasm") => {
+            let module = config.remove("module").ok_or_else(|| {
+                ConfigError::new(
+                    key("module"),
+                    "is required but missing (the path of a .wasm component)",
+                )
+            })?;
+            (PathBuf::from(module), None)
+        }
+        Some(other) => match standard_kind(other) {
+            Some(kind) => {
+                if config.contains_key("module") {
+                    return Err(ConfigError::new(
+                        key("module"),
+                        format!("is not used with the standard transform `{other}`"),
+                    ));
+                }
+                if config.contains_key("kind") {
+                    return Err(ConfigError::new(
+                        key("kind"),
+                        "is set from `type` for a standard transform",
+                    ));
+                }
+                (PathBuf::new(), Some(kind))
+            }
+            None => {
+                return Err(ConfigError::new(
+                    key("type"),
+                    format!(
+                        "`{other}` is not supported: use `wasm` with a `module`, or a standard transform ({})",
+                        STANDARD_TRANSFORMS.join(", ")
+                    ),
+                ));
+            }
+        },
+        None => {
+            return Err(ConfigError::new(
+                key("type"),
+                "is required but missing (`wasm`, or a standard transform's class)",
+            ));
+        }
+    })
+}
+
+/// `transforms.<alias>.limits.*`, taken out of the transform's config.
+fn transform_limits(alias: &str, config: &mut ConfigMap) -> Result<TransformLimits, ConfigError> {
+    let key = |k: &str| format!("transforms.{alias}.{k}");
+    let limit_keys = sluice_sdk::config::subset(config, "limits.");
+    config.retain(|k, _| !k.starts_with("limits."));
+    let parsed: LimitKeys =
+        from_string_map(&limit_keys).map_err(|e| e.in_namespace(&key("limits.")))?;
+    let defaults = TransformLimits::default();
+    let limits = TransformLimits {
+        timeout_ms: parsed.timeout_ms.unwrap_or(defaults.timeout_ms),
+        memory_bytes: parsed.memory_bytes.unwrap_or(defaults.memory_bytes),
+        module_bytes: parsed.module_bytes.unwrap_or(defaults.module_bytes),
+    };
+    if limits.timeout_ms == 0 {
+        return Err(ConfigError::new(
+            key("limits.timeout.ms"),
+            "must be at least 1",
+        ));
+    }
+    if limits.memory_bytes < 64 * 1024 {
+        return Err(ConfigError::new(
+            key("limits.memory.bytes"),
+            "must be at least 65536 (one WASM page)",
+        ));
+    }
+    Ok(limits)
+}
+
 pub(crate) fn parse_transforms(
     aliases: &[String],
     keys: &ConfigMap,
@@ -262,83 +354,11 @@ pub(crate) fn parse_transforms(
 ) -> Result<Vec<TransformSpec>, ConfigError> {
     let mut specs: Vec<TransformSpec> = Vec::with_capacity(aliases.len());
     for alias in aliases {
-        if specs.iter().any(|s| &s.alias == alias) {
-            return Err(ConfigError::new(
-                "transforms",
-                format!("`{alias}` is listed twice"),
-            ));
-        }
-        let prefix = format!("{alias}.");
-        let mut config: ConfigMap = keys
-            .iter()
-            .filter_map(|(k, v)| k.strip_prefix(&prefix).map(|r| (r.to_string(), v.clone())))
-            .collect();
+        let listed_twice = specs.iter().any(|s| &s.alias == alias);
+        let mut config = alias_keys("transforms", alias, listed_twice, keys)?;
         let key = |k: &str| format!("transforms.{alias}.{k}");
-        let (module, standard) = match config.remove("type").as_deref() {
-            Some("wasm") => {
-                let module = config.remove("module").ok_or_else(|| {
-                    ConfigError::new(
-                        key("module"),
-                        "is required but missing (the path of a .wasm component)",
-                    )
-                })?;
-                (PathBuf::from(module), None)
-            }
-            Some(other) => match standard_kind(other) {
-                Some(kind) => {
-                    if config.contains_key("module") {
-                        return Err(ConfigError::new(
-                            key("module"),
-                            format!("is not used with the standard transform `{other}`"),
-                        ));
-                    }
-                    if config.contains_key("kind") {
-                        return Err(ConfigError::new(
-                            key("kind"),
-                            "is set from `type` for a standard transform",
-                        ));
-                    }
-                    (PathBuf::new(), Some(kind))
-                }
-                None => {
-                    return Err(ConfigError::new(
-                        key("type"),
-                        format!(
-                            "`{other}` is not supported: use `wasm` with a `module`, or a standard transform ({})",
-                            STANDARD_TRANSFORMS.join(", ")
-                        ),
-                    ));
-                }
-            },
-            None => {
-                return Err(ConfigError::new(
-                    key("type"),
-                    "is required but missing (`wasm`, or a standard transform's class)",
-                ));
-            }
-        };
-        let limit_keys = sluice_sdk::config::subset(&config, "limits.");
-        config.retain(|k, _| !k.starts_with("limits."));
-        let parsed: LimitKeys =
-            from_string_map(&limit_keys).map_err(|e| e.in_namespace(&key("limits.")))?;
-        let defaults = TransformLimits::default();
-        let limits = TransformLimits {
-            timeout_ms: parsed.timeout_ms.unwrap_or(defaults.timeout_ms),
-            memory_bytes: parsed.memory_bytes.unwrap_or(defaults.memory_bytes),
-            module_bytes: parsed.module_bytes.unwrap_or(defaults.module_bytes),
-        };
-        if limits.timeout_ms == 0 {
-            return Err(ConfigError::new(
-                key("limits.timeout.ms"),
-                "must be at least 1",
-            ));
-        }
-        if limits.memory_bytes < 64 * 1024 {
-            return Err(ConfigError::new(
-                key("limits.memory.bytes"),
-                "must be at least 65536 (one WASM page)",
-            ));
-        }
+        let (module, standard) = transform_type(alias, &mut config)?;
+        let limits = transform_limits(alias, &mut config)?;
         let predicate = match config.remove("predicate") {
             Some(name) => Some(
                 predicates

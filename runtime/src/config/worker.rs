@@ -44,8 +44,8 @@ struct WorkerKeys {
     /// Where connector configs and target states persist (standalone).
     #[serde(rename = "config.storage.file.filename", default)]
     config_storage_file: Option<PathBuf>,
-    /// Accepted for Kafka Connect compatibility; Sluice commits offsets
-    /// after every batch, more often than any interval.
+    /// The default `transaction.boundary.interval.ms` of exactly-once
+    /// sources (other tasks commit after every batch).
     #[serde(rename = "offset.flush.interval.ms", default)]
     offset_flush_interval_ms: Option<u64>,
     #[serde(
@@ -239,134 +239,19 @@ impl WorkerConfig {
             }
         }
         let keys: WorkerKeys = from_string_map(&own)?;
-        if keys.listeners.is_empty() {
-            return Err(ConfigError::new(
-                "listeners",
-                "must name at least one listener",
-            ));
-        }
-        if keys.listeners.len() > 1 {
-            return Err(ConfigError::new(
-                "listeners",
-                "names more than one listener; Sluice serves its REST API on one (http:// or https://)",
-            ));
-        }
-        for l in &keys.listeners {
-            parse_listener(l).map_err(|m| ConfigError::new("listeners", m))?;
-        }
-        let https = keys.listeners[0].starts_with("https://");
-        let rest_tls = match (https, keys.https_certificate, keys.https_key) {
-            (true, Some(cert), Some(key)) => Some((cert, key)),
-            (true, None, _) => {
-                return Err(ConfigError::new(
-                    "listeners.https.ssl.certificate.location",
-                    "is required for an https:// listener: the PEM file of its certificate chain",
-                ));
-            }
-            (true, _, None) => {
-                return Err(ConfigError::new(
-                    "listeners.https.ssl.key.location",
-                    "is required for an https:// listener: the PEM file of its private key",
-                ));
-            }
-            (false, Some(_), _) => {
-                return Err(ConfigError::new(
-                    "listeners.https.ssl.certificate.location",
-                    "has no effect: the listener is not https://",
-                ));
-            }
-            (false, None, Some(_)) => {
-                return Err(ConfigError::new(
-                    "listeners.https.ssl.key.location",
-                    "has no effect: the listener is not https://",
-                ));
-            }
-            (false, None, None) => None,
-        };
-        if keys.embedded_topic_partitions < 1 {
-            return Err(ConfigError::new(
-                "embedded.topic.partitions",
-                "must be at least 1",
-            ));
-        }
-        if let Some(b) = &keys.bootstrap_servers
-            && b.trim().is_empty()
-        {
-            return Err(ConfigError::new(
-                "bootstrap.servers",
-                "is empty; remove it to use the embedded broker, or name the cluster's brokers",
-            ));
-        }
-        check_topic_key("offset.storage.topic", &keys.offset_storage_topic)?;
-        if keys.offset_storage_partitions < 1 {
-            return Err(ConfigError::new(
-                "offset.storage.partitions",
-                "must be at least 1",
-            ));
-        }
+        let rest_tls = rest_listener(&keys)?;
+        check_ranges(&keys)?;
 
         let wasm_cache_dir = match keys.wasm_cache_dir.as_deref() {
             Some("") => None,
             Some(dir) => Some(PathBuf::from(dir)),
             None => default_cache_dir(),
         };
-        let log_format = match keys.log_format.as_deref() {
-            None | Some("text") => crate::logging::LogFormat::Text,
-            Some("json") => crate::logging::LogFormat::Json,
-            Some(other) => {
-                return Err(ConfigError::new(
-                    "log.format",
-                    format!("`{other}`; expected text or json"),
-                ));
-            }
-        };
-        let metrics_listener = match &keys.metrics_listener {
-            Some(l) if l.starts_with("https://") => {
-                return Err(ConfigError::new(
-                    "metrics.listener",
-                    format!("`{l}`: the metrics listener serves http:// only"),
-                ));
-            }
-            Some(l) => {
-                Some(parse_listener(l).map_err(|m| ConfigError::new("metrics.listener", m))?)
-            }
-            None => None,
-        };
-        let rest_auth_health_open = match keys.rest_auth_health_open.as_deref() {
-            None | Some("false") => false,
-            Some("true") => true,
-            Some(other) => {
-                return Err(ConfigError::new(
-                    "rest.auth.health.open",
-                    format!("`{other}`; expected true or false"),
-                ));
-            }
-        };
-        if keys.task_slots_partitions < 1 {
-            return Err(ConfigError::new(
-                "task.slots.partitions",
-                "must be at least 1 (it bounds the tasks a cluster spreads out; 64 by default)",
-            ));
-        }
-        for (key, topic) in [
-            ("config.storage.topic", &keys.config_storage_topic),
-            ("status.storage.topic", &keys.status_storage_topic),
-            ("task.slots.topic", &keys.task_slots_topic),
-        ] {
-            if topic.as_ref().is_some_and(|t| t.trim().is_empty()) {
-                return Err(ConfigError::new(key, "is empty; name a topic"));
-            }
-        }
+        let (log_format, metrics_listener, rest_auth_health_open) = observability(&keys)?;
         let slots_topic = keys
             .task_slots_topic
             .clone()
             .unwrap_or_else(|| format!("{}-task-slots", keys.group_id));
-        if keys.rest_auth_health_open.is_some() && keys.rest_auth_users_file.is_none() {
-            return Err(ConfigError::new(
-                "rest.auth.health.open",
-                "has no effect without rest.auth.users.file",
-            ));
-        }
         Ok(WorkerConfig {
             rest_tls,
             rest_auth_users_file: keys.rest_auth_users_file,
@@ -477,6 +362,144 @@ impl WorkerConfig {
             None => listen,
         }
     }
+}
+
+/// The REST listener (one, http:// or https://) and, for https://, its
+/// certificate and key.
+fn rest_listener(keys: &WorkerKeys) -> Result<Option<(PathBuf, PathBuf)>, ConfigError> {
+    if keys.listeners.is_empty() {
+        return Err(ConfigError::new(
+            "listeners",
+            "must name at least one listener",
+        ));
+    }
+    if keys.listeners.len() > 1 {
+        return Err(ConfigError::new(
+            "listeners",
+            "names more than one listener; Sluice serves its REST API on one (http:// or https://)",
+        ));
+    }
+    for l in &keys.listeners {
+        parse_listener(l).map_err(|m| ConfigError::new("listeners", m))?;
+    }
+    let https = keys.listeners[0].starts_with("https://");
+    let rest_tls = match (
+        https,
+        keys.https_certificate.clone(),
+        keys.https_key.clone(),
+    ) {
+        (true, Some(cert), Some(key)) => Some((cert, key)),
+        (true, None, _) => {
+            return Err(ConfigError::new(
+                "listeners.https.ssl.certificate.location",
+                "is required for an https:// listener: the PEM file of its certificate chain",
+            ));
+        }
+        (true, _, None) => {
+            return Err(ConfigError::new(
+                "listeners.https.ssl.key.location",
+                "is required for an https:// listener: the PEM file of its private key",
+            ));
+        }
+        (false, Some(_), _) => {
+            return Err(ConfigError::new(
+                "listeners.https.ssl.certificate.location",
+                "has no effect: the listener is not https://",
+            ));
+        }
+        (false, None, Some(_)) => {
+            return Err(ConfigError::new(
+                "listeners.https.ssl.key.location",
+                "has no effect: the listener is not https://",
+            ));
+        }
+        (false, None, None) => None,
+    };
+    Ok(rest_tls)
+}
+
+/// Numbers in range, names not empty, keys that only work together.
+fn check_ranges(keys: &WorkerKeys) -> Result<(), ConfigError> {
+    if keys.embedded_topic_partitions < 1 {
+        return Err(ConfigError::new(
+            "embedded.topic.partitions",
+            "must be at least 1",
+        ));
+    }
+    if let Some(b) = &keys.bootstrap_servers
+        && b.trim().is_empty()
+    {
+        return Err(ConfigError::new(
+            "bootstrap.servers",
+            "is empty; remove it to use the embedded broker, or name the cluster's brokers",
+        ));
+    }
+    check_topic_key("offset.storage.topic", &keys.offset_storage_topic)?;
+    if keys.offset_storage_partitions < 1 {
+        return Err(ConfigError::new(
+            "offset.storage.partitions",
+            "must be at least 1",
+        ));
+    }
+    if keys.task_slots_partitions < 1 {
+        return Err(ConfigError::new(
+            "task.slots.partitions",
+            "must be at least 1 (it bounds the tasks a cluster spreads out; 64 by default)",
+        ));
+    }
+    for (key, topic) in [
+        ("config.storage.topic", &keys.config_storage_topic),
+        ("status.storage.topic", &keys.status_storage_topic),
+        ("task.slots.topic", &keys.task_slots_topic),
+    ] {
+        if topic.as_ref().is_some_and(|t| t.trim().is_empty()) {
+            return Err(ConfigError::new(key, "is empty; name a topic"));
+        }
+    }
+    if keys.rest_auth_health_open.is_some() && keys.rest_auth_users_file.is_none() {
+        return Err(ConfigError::new(
+            "rest.auth.health.open",
+            "has no effect without rest.auth.users.file",
+        ));
+    }
+    Ok(())
+}
+
+/// `log.format`, `metrics.listener` and `rest.auth.health.open`.
+fn observability(
+    keys: &WorkerKeys,
+) -> Result<(crate::logging::LogFormat, Option<String>, bool), ConfigError> {
+    let log_format = match keys.log_format.as_deref() {
+        None | Some("text") => crate::logging::LogFormat::Text,
+        Some("json") => crate::logging::LogFormat::Json,
+        Some(other) => {
+            return Err(ConfigError::new(
+                "log.format",
+                format!("`{other}`; expected text or json"),
+            ));
+        }
+    };
+    let metrics_listener = match &keys.metrics_listener {
+        Some(l) if l.starts_with("https://") => {
+            return Err(ConfigError::new(
+                "metrics.listener",
+                format!("`{l}`: the metrics listener serves http:// only"),
+            ));
+        }
+        Some(l) => Some(parse_listener(l).map_err(|m| ConfigError::new("metrics.listener", m))?),
+        None => None,
+    };
+    let rest_auth_health_open = match keys.rest_auth_health_open.as_deref() {
+        None | Some("false") => false,
+        Some("true") => true,
+        Some(other) => {
+            return Err(ConfigError::new(
+                "rest.auth.health.open",
+                format!("`{other}`; expected true or false"),
+            ));
+        }
+    };
+    Ok((log_format, metrics_listener, rest_auth_health_open))
 }
 
 /// `sluice_transforms.wasm` next to the binary, or where the container

@@ -58,16 +58,15 @@ impl KafkaClients {
         if offsets.is_empty() {
             return Ok(());
         }
-        let mut c = self.base();
-        c.set("group.id", group)
-            .set("enable.auto.commit", "false")
-            .set("enable.auto.offset.store", "false")
-            .set("partition.assignment.strategy", "cooperative-sticky")
-            .set("auto.offset.reset", "earliest");
-        for (k, v) in &self.consumer_overrides {
-            c.set(k, v);
-        }
-        let consumer: BaseConsumer = c.create()?;
+        let consumer: BaseConsumer = self
+            .group_consumer_config(
+                group,
+                &[
+                    ("partition.assignment.strategy", "cooperative-sticky"),
+                    ("auto.offset.reset", "earliest"),
+                ],
+            )
+            .create()?;
         let mut tpl = TopicPartitionList::new();
         for (topic, partition, offset) in offsets {
             let at = match offset {

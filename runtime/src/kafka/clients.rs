@@ -98,6 +98,26 @@ impl KafkaClients {
         self.embedded.is_some()
     }
 
+    /// A consumer in `group` that commits only when told to, with
+    /// `settings` and then the worker's `consumer.*` keys.
+    pub(super) fn group_consumer_config(
+        &self,
+        group: &str,
+        settings: &[(&str, &str)],
+    ) -> ClientConfig {
+        let mut c = self.base();
+        c.set("group.id", group)
+            .set("enable.auto.commit", "false")
+            .set("enable.auto.offset.store", "false");
+        for (k, v) in settings {
+            c.set(*k, *v);
+        }
+        for (k, v) in &self.consumer_overrides {
+            c.set(k, v);
+        }
+        c
+    }
+
     pub(super) fn base(&self) -> ClientConfig {
         let mut c = ClientConfig::new();
         c.set("bootstrap.servers", &self.bootstrap_servers);
@@ -281,32 +301,28 @@ impl KafkaClients {
         &self,
         group_id: &str,
     ) -> Result<rdkafka::consumer::BaseConsumer, KafkaError> {
-        let mut c = self.base();
-        c.set("group.id", group_id)
-            .set("enable.auto.commit", "false")
-            .set("enable.auto.offset.store", "false")
-            .set("isolation.level", "read_committed")
-            .set("enable.partition.eof", "false");
-        for (k, v) in &self.consumer_overrides {
-            c.set(k, v);
-        }
-        c.create()
+        self.group_consumer_config(
+            group_id,
+            &[
+                ("isolation.level", "read_committed"),
+                ("enable.partition.eof", "false"),
+            ],
+        )
+        .create()
     }
 
     /// A consumer that reads whole topics from the beginning to their end
     /// (reported as partition EOF), committed records only: for the
     /// worker's own compacted topics.
     pub fn log_reader(&self) -> Result<BaseConsumer<LogReaderContext>, KafkaError> {
-        let mut c = self.base();
-        c.set("group.id", "sluice-log-reader")
-            .set("enable.auto.commit", "false")
-            .set("enable.auto.offset.store", "false")
-            .set("isolation.level", "read_committed")
-            .set("enable.partition.eof", "true");
-        for (k, v) in &self.consumer_overrides {
-            c.set(k, v);
-        }
-        c.create_with_context(LogReaderContext)
+        self.group_consumer_config(
+            "sluice-log-reader",
+            &[
+                ("isolation.level", "read_committed"),
+                ("enable.partition.eof", "true"),
+            ],
+        )
+        .create_with_context(LogReaderContext)
     }
 
     /// A member of a distributed worker cluster's coordination group
@@ -319,19 +335,18 @@ impl KafkaClients {
         instance_id: &str,
         context: C,
     ) -> Result<BaseConsumer<C>, KafkaError> {
-        let mut c = self.base();
-        c.set("group.id", group_id)
-            .set("client.id", format!("sluice-worker-{instance_id}"))
-            .set("group.instance.id", instance_id)
-            .set("enable.auto.commit", "false")
-            .set("enable.auto.offset.store", "false")
-            .set("auto.offset.reset", "latest")
-            .set("enable.partition.eof", "false")
-            .set("partition.assignment.strategy", "cooperative-sticky");
-        for (k, v) in &self.consumer_overrides {
-            c.set(k, v);
-        }
-        c.create_with_context(context)
+        let client_id = format!("sluice-worker-{instance_id}");
+        self.group_consumer_config(
+            group_id,
+            &[
+                ("client.id", client_id.as_str()),
+                ("group.instance.id", instance_id),
+                ("auto.offset.reset", "latest"),
+                ("enable.partition.eof", "false"),
+                ("partition.assignment.strategy", "cooperative-sticky"),
+            ],
+        )
+        .create_with_context(context)
     }
 }
 

@@ -53,16 +53,13 @@ pub async fn enqueue(
             value: h.value.as_deref(),
         });
     }
-    let mut fr: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(&r.topic).headers(headers);
-    if let Some(k) = &r.key {
-        fr = fr.key(k.as_slice());
-    }
-    if let Some(v) = &r.value {
-        fr = fr.payload(v.as_slice());
-    }
-    if let Some(ts) = r.timestamp {
-        fr = fr.timestamp(ts);
-    }
+    let mut fr = future_record(
+        &r.topic,
+        r.key.as_deref(),
+        r.value.as_deref(),
+        r.timestamp,
+        headers,
+    );
     if r.partition >= 0 {
         fr = fr.partition(r.partition);
     }
@@ -90,4 +87,26 @@ pub fn produce_error(topic: &str, e: KafkaError) -> ConnectError {
     ConnectError::new(kind, format!("producing to topic `{topic}`"))
         .with_class(class)
         .with_source(e)
+}
+
+/// A record to produce: what is absent stays unset (the partitioner picks
+/// the partition, the producer stamps the time).
+pub fn future_record<'a>(
+    topic: &'a str,
+    key: Option<&'a [u8]>,
+    value: Option<&'a [u8]>,
+    timestamp: Option<i64>,
+    headers: OwnedHeaders,
+) -> FutureRecord<'a, [u8], [u8]> {
+    let mut record: FutureRecord<'a, [u8], [u8]> = FutureRecord::to(topic).headers(headers);
+    if let Some(k) = key {
+        record = record.key(k);
+    }
+    if let Some(v) = value {
+        record = record.payload(v);
+    }
+    if let Some(ts) = timestamp {
+        record = record.timestamp(ts);
+    }
+    record
 }

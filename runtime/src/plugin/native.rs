@@ -316,22 +316,29 @@ impl SourceTask for NativeTask {
     }
 }
 
+/// What sink and source connectors alike answer from the library.
+macro_rules! connector_basics {
+    () => {
+        fn info(&self) -> PluginInfo {
+            self.0.info.clone()
+        }
+        fn config_definition(&self) -> serde_json::Value {
+            self.0.config_definition.clone()
+        }
+        fn validate(&self, config: &ConfigMap) -> Result<(), ConfigError> {
+            self.0.validate(config)
+        }
+        fn task_configs(&self, config: &ConfigMap, max_tasks: u32) -> Vec<ConfigMap> {
+            self.0.task_configs(config, max_tasks)
+        }
+    };
+}
+
 struct NativeSink(Arc<NativeLibrary>);
 struct NativeSource(Arc<NativeLibrary>);
 
 impl SinkConnector for NativeSink {
-    fn info(&self) -> PluginInfo {
-        self.0.info.clone()
-    }
-    fn config_definition(&self) -> serde_json::Value {
-        self.0.config_definition.clone()
-    }
-    fn validate(&self, config: &ConfigMap) -> Result<(), ConfigError> {
-        self.0.validate(config)
-    }
-    fn task_configs(&self, config: &ConfigMap, max_tasks: u32) -> Vec<ConfigMap> {
-        self.0.task_configs(config, max_tasks)
-    }
+    connector_basics!();
     fn create_task(
         &self,
         config: &ConfigMap,
@@ -342,23 +349,12 @@ impl SinkConnector for NativeSink {
 }
 
 impl SourceConnector for NativeSource {
-    fn info(&self) -> PluginInfo {
-        self.0.info.clone()
-    }
-    fn config_definition(&self) -> serde_json::Value {
-        self.0.config_definition.clone()
-    }
-    fn validate(&self, config: &ConfigMap) -> Result<(), ConfigError> {
-        self.0.validate(config)
-    }
+    connector_basics!();
     fn topics(&self, config: &ConfigMap) -> Vec<String> {
         config
             .get("topic")
             .map(|t| vec![t.clone()])
             .unwrap_or_default()
-    }
-    fn task_configs(&self, config: &ConfigMap, max_tasks: u32) -> Vec<ConfigMap> {
-        self.0.task_configs(config, max_tasks)
     }
     fn create_task(
         &self,

@@ -100,6 +100,49 @@ impl StatusCell {
     }
 }
 
+/// A task's metric handles, resolved once for its labels rather than at
+/// every batch (as `TransformMetrics` does for transforms).
+pub struct TaskMetrics {
+    labels: [String; 2],
+    all: Metrics,
+    pub batch_size: prometheus::Histogram,
+    pub batch_seconds: prometheus::Histogram,
+    pub transform_seconds: prometheus::Histogram,
+    /// `sluice_records_total` by (stage, outcome), resolved at first use:
+    /// each task kind counts a few of them.
+    records: Mutex<Vec<((&'static str, &'static str), prometheus::IntCounter)>>,
+}
+
+impl TaskMetrics {
+    pub fn new(metrics: &Metrics, connector: &str, task: u32) -> Self {
+        let labels = [connector.to_string(), task.to_string()];
+        let pair = [labels[0].as_str(), labels[1].as_str()];
+        Self {
+            batch_size: metrics.batch_size.with_label_values(&pair),
+            batch_seconds: metrics.batch_seconds.with_label_values(&pair),
+            transform_seconds: metrics.transform_seconds.with_label_values(&pair),
+            records: Mutex::new(Vec::new()),
+            all: metrics.clone(),
+            labels,
+        }
+    }
+
+    pub fn records(&self, stage: &'static str, outcome: &'static str) -> prometheus::IntCounter {
+        let mut resolved = self.records.lock().expect("records lock");
+        if let Some((_, c)) = resolved.iter().find(|(k, _)| *k == (stage, outcome)) {
+            return c.clone();
+        }
+        let counter = self.all.records.with_label_values(&[
+            self.labels[0].as_str(),
+            self.labels[1].as_str(),
+            stage,
+            outcome,
+        ]);
+        resolved.push(((stage, outcome), counter.clone()));
+        counter
+    }
+}
+
 /// What every task loop is given.
 pub struct TaskEnv {
     pub connector: Arc<str>,
@@ -107,6 +150,8 @@ pub struct TaskEnv {
     pub common: CommonConfig,
     pub clients: KafkaClients,
     pub metrics: Metrics,
+    /// This task's handles of `metrics`.
+    pub task_metrics: TaskMetrics,
     pub cancel: CancellationToken,
     /// In a mutex only so `&TaskEnv` is `Sync`; reached through `get_mut`.
     pub chain: Mutex<Option<TransformChain>>,
@@ -166,19 +211,18 @@ impl TaskEnv {
     }
 
     fn observe_batch(&self, n: usize) {
-        let [c, t] = self.labels();
-        self.metrics
-            .batch_size
-            .with_label_values(&[c.as_str(), t.as_str()])
-            .observe(n as f64);
+        self.task_metrics.batch_size.observe(n as f64);
     }
 
-    fn count(&self, stage: &str, outcome: &str, n: usize) {
-        let [c, t] = self.labels();
-        self.metrics
-            .records
-            .with_label_values(&[c.as_str(), t.as_str(), stage, outcome])
-            .inc_by(n as u64);
+    /// The time a batch took, from consumed or polled to committed.
+    fn observe_batch_time(&self, started: std::time::Instant) {
+        self.task_metrics
+            .batch_seconds
+            .observe(started.elapsed().as_secs_f64());
+    }
+
+    fn count(&self, stage: &'static str, outcome: &'static str, n: usize) {
+        self.task_metrics.records(stage, outcome).inc_by(n as u64);
     }
 
     /// At a batch boundary: if the connector's transforms were updated,
@@ -230,10 +274,8 @@ impl TaskEnv {
         .await
         .map_err(|e| ConnectError::fatal(format!("transform thread failed: {e}")))?;
         *self.chain.get_mut().expect("chain lock") = Some(chain);
-        let [c, t] = self.labels();
-        self.metrics
+        self.task_metrics
             .transform_seconds
-            .with_label_values(&[c.as_str(), t.as_str()])
             .observe(timer.elapsed().as_secs_f64());
         Ok(results)
     }

@@ -7,6 +7,7 @@ use sluice_sdk::{ConnectError, ErrorKind, Record};
 use super::TaskEnv;
 use crate::errors::{ErrorHandler, Failure, Stage, infrastructure_exhausted};
 use crate::kafka::produce_each;
+use crate::kafka::transaction::{TransactionalProducer, transactional_id};
 
 /// Produces the outputs: records Kafka refuses for what they are go to the
 /// error handler, other failures are retried as infrastructure. Returns how
@@ -31,7 +32,7 @@ pub(crate) async fn produce_batch(
                 Ok(()) => produced += 1,
                 Err(e) if e.kind == ErrorKind::Data => {
                     errors
-                        .give_up(Failure {
+                        .tolerate_or_fail(Failure {
                             record: Some(&inputs[origin]),
                             stage: Stage::KafkaProduce,
                             component: "kafka-producer",
@@ -62,4 +63,31 @@ pub(crate) async fn produce_batch(
         }
     }
     Ok(Some(produced))
+}
+
+impl TaskEnv {
+    /// The task's producer (idempotent, `acks=all`).
+    pub(crate) fn producer(&self) -> Result<FutureProducer, ConnectError> {
+        self.clients
+            .producer(&self.client_id(), &self.common.producer_overrides)
+            .map_err(|e| ConnectError::fatal("creating the Kafka producer").with_source(e))
+    }
+
+    /// The task's transactional producer, its `transactional.id` stable
+    /// across restarts so a zombie predecessor is fenced.
+    pub(crate) async fn transactional_producer(
+        &self,
+    ) -> Result<TransactionalProducer, ConnectError> {
+        let id = transactional_id(self.clients.group_id(), &self.connector, self.task_id);
+        TransactionalProducer::start(
+            &self.clients,
+            &self.client_id(),
+            &id,
+            &self.common.producer_overrides,
+            &self.metrics,
+            &self.connector,
+            self.task_id,
+        )
+        .await
+    }
 }

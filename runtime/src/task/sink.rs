@@ -305,11 +305,7 @@ async fn write_batch(
         // for lag monitoring and tools.
         commit(env, consumer, &next).await;
     }
-    let [c, t] = env.labels();
-    env.metrics
-        .batch_seconds
-        .with_label_values(&[c.as_str(), t.as_str()])
-        .observe(started.elapsed().as_secs_f64());
+    env.observe_batch_time(started);
     Ok(BatchEnd::Done)
 }
 
@@ -355,7 +351,7 @@ async fn put_isolating(
             Err(e) if e.kind == ErrorKind::Data => {
                 dead.insert(chunk[0]);
                 errors
-                    .give_up(Failure {
+                    .tolerate_or_fail(Failure {
                         record: Some(&inputs[outputs[chunk[0]].0]),
                         stage: Stage::TaskPut,
                         component: class,

@@ -18,7 +18,7 @@ use super::produce::produce_batch;
 use super::stages::transform_all;
 use crate::config::{DeliveryGuarantee, TransactionBoundary};
 use crate::errors::{ErrorHandler, Failure, Stage, infrastructure_exhausted, retry_infrastructure};
-use crate::kafka::transaction::{TransactionalProducer, TxnFailure, transactional_id};
+use crate::kafka::transaction::{TransactionalProducer, TxnFailure};
 use crate::kafka::{KafkaClients, await_delivery, enqueue, produce_each};
 use crate::metrics::LATENCY_HEADER;
 use crate::offsets::{OffsetChange, OffsetStore};
@@ -61,30 +61,15 @@ pub async fn run(
     offsets: Arc<OffsetStore>,
     errors: ErrorHandler,
 ) -> Result<(), ConnectError> {
-    let client_id = env.client_id();
     let result = if env.common.delivery_guarantee == DeliveryGuarantee::ExactlyOnce {
-        let id = transactional_id(env.clients.group_id(), &env.connector, env.task_id);
-        match TransactionalProducer::start(
-            &env.clients,
-            &client_id,
-            &id,
-            &env.common.producer_overrides,
-            &env.metrics,
-            &env.connector,
-            env.task_id,
-        )
-        .await
-        {
+        match env.transactional_producer().await {
             Ok(mut txn) => {
                 run_exactly_once(&mut env, task.as_mut(), &mut txn, &offsets, &errors).await
             }
             Err(e) => Err(e),
         }
     } else {
-        let producer = env
-            .clients
-            .producer(&client_id, &env.common.producer_overrides)
-            .map_err(|e| ConnectError::fatal("creating the Kafka producer").with_source(e))?;
+        let producer = env.producer()?;
         let to_topic = uses_offsets_topic(env.common.delivery_guarantee, &offsets);
         run_loop(
             &mut env,
@@ -152,7 +137,7 @@ async fn poll_batch(
             // A poll that failed on bad data: no record to keep, but the
             // failure is recorded like any other.
             errors
-                .give_up(Failure {
+                .tolerate_or_fail(Failure {
                     record: None,
                     stage: Stage::TaskPoll,
                     component: &class,
@@ -195,11 +180,7 @@ async fn poll_batch(
 }
 
 fn observe_commit(env: &TaskEnv, started: Instant) {
-    let [c, t] = env.labels();
-    env.metrics
-        .batch_seconds
-        .with_label_values(&[c.as_str(), t.as_str()])
-        .observe(started.elapsed().as_secs_f64());
+    env.observe_batch_time(started);
 }
 
 /// At-least-once and at-most-once.
@@ -472,7 +453,7 @@ async fn attempt_commit(
             Ok(()) => {}
             Err(e) if e.kind == ErrorKind::Data => {
                 errors
-                    .give_up(Failure {
+                    .tolerate_or_fail(Failure {
                         record: Some(&open.inputs[open.outputs[i].0]),
                         stage: Stage::KafkaProduce,
                         component: "kafka-producer",

@@ -35,7 +35,7 @@ pub(crate) async fn check_converters(
             None => inputs.push(r),
             Some((stage, converter, e)) => {
                 errors
-                    .give_up(Failure {
+                    .tolerate_or_fail(Failure {
                         record: Some(&r),
                         stage,
                         component: converter.class_name(),
@@ -80,7 +80,7 @@ pub(crate) async fn transform_all(
                     env.count("transform", "failed", 1);
                     let component = format!("transform `{}`", failure.transform);
                     errors
-                        .give_up(Failure {
+                        .tolerate_or_fail(Failure {
                             record: Some(&inputs[i]),
                             stage: Stage::Transformation,
                             component: &component,

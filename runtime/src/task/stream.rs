@@ -23,8 +23,8 @@ use super::consume::{
 use super::produce::produce_batch;
 use super::stages::{check_converters, transform_all};
 use crate::config::{DeliveryGuarantee, StreamConfig};
-use crate::errors::{ErrorHandler, Failure, Stage, infrastructure_exhausted};
-use crate::kafka::transaction::{TransactionalProducer, TxnFailure, transactional_id};
+use crate::errors::{ErrorHandler, Failure, Retry, Stage};
+use crate::kafka::transaction::{TransactionalProducer, TxnFailure};
 use crate::kafka::{await_delivery, enqueue};
 
 pub async fn run(
@@ -33,28 +33,11 @@ pub async fn run(
     errors: ErrorHandler,
 ) -> Result<(), ConnectError> {
     let (consumer, mut events_rx) = task_consumer(&env, false)?;
-    let client_id = env.client_id();
     let mut output = match env.common.delivery_guarantee {
         DeliveryGuarantee::ExactlyOnce => {
-            let id = transactional_id(env.clients.group_id(), &env.connector, env.task_id);
-            Output::Transactional(Box::new(
-                TransactionalProducer::start(
-                    &env.clients,
-                    &client_id,
-                    &id,
-                    &env.common.producer_overrides,
-                    &env.metrics,
-                    &env.connector,
-                    env.task_id,
-                )
-                .await?,
-            ))
+            Output::Transactional(Box::new(env.transactional_producer().await?))
         }
-        _ => Output::Plain(
-            env.clients
-                .producer(&client_id, &env.common.producer_overrides)
-                .map_err(|e| ConnectError::fatal("creating the Kafka producer").with_source(e))?,
-        ),
+        _ => Output::Plain(env.producer()?),
     };
     subscribe(&env, &consumer)?;
     // A revocation waits for the batch in flight (see the sink loop);
@@ -112,16 +95,7 @@ async fn run_loop(
         env.count("consume", "ok", batch.len());
         env.observe_batch(batch.len());
         env.note_topics(batch.iter().map(|r| r.topic.as_str()));
-        // Where each partition's batch starts (to rewind to) and the next
-        // offset to read (to commit).
-        let mut first: BTreeMap<(String, i32), i64> = BTreeMap::new();
-        let mut next: BTreeMap<(String, i32), i64> = BTreeMap::new();
-        for r in &batch {
-            first
-                .entry((r.topic.clone(), r.partition))
-                .or_insert(r.offset);
-            next.insert((r.topic.clone(), r.partition), r.offset + 1);
-        }
+        let (first, next) = batch_bounds(&batch);
         let inputs = check_converters(env, errors, batch).await?;
         let mut outputs = transform_all(env, errors, &inputs).await?;
         for (_, r) in &mut outputs {
@@ -132,15 +106,11 @@ async fn run_loop(
         env.note_topics(outputs.iter().map(|(_, r)| r.topic.as_str()));
         let produced = match output {
             Output::Plain(producer) => {
-                if env.common.delivery_guarantee == DeliveryGuarantee::AtMostOnce {
-                    commit_before_writing(env, consumer, errors, &next).await?;
-                }
-                let Some(n) = produce_batch(env, producer, errors, &inputs, outputs).await? else {
+                let written =
+                    write_plain(env, consumer, producer, errors, &inputs, outputs, &next).await?;
+                let Some(n) = written else {
                     return Ok(());
                 };
-                if env.common.delivery_guarantee == DeliveryGuarantee::AtLeastOnce {
-                    commit(env, consumer, &next).await;
-                }
                 n
             }
             Output::Transactional(txn) => {
@@ -172,15 +142,13 @@ async fn run_loop(
                     })) => {
                         let retrier = abort_retrier
                             .get_or_insert_with(|| errors.retrier(Stage::KafkaProduce, true));
-                        if !retrier.again(&cause).await {
-                            if env.cancel.is_cancelled() {
-                                return Ok(());
-                            }
-                            return Err(infrastructure_exhausted(
-                                "committing the stream's transaction",
-                                cause,
-                                retrier.attempts(),
-                            ));
+                        match retrier
+                            .after(cause, "committing the stream's transaction")
+                            .await
+                        {
+                            Retry::Again => {}
+                            Retry::Stopped => return Ok(()),
+                            Retry::Failed(e) => return Err(e),
                         }
                         rewind(consumer, &first, settled_by_broker).await?;
                         release_revocations(consumer).await;
@@ -194,15 +162,50 @@ async fn run_loop(
         // Committed: a revocation that waited for the batch goes through.
         release_revocations(consumer).await;
         env.count("produce", "ok", produced);
-        let [c, t] = env.labels();
-        env.metrics
-            .batch_seconds
-            .with_label_values(&[c.as_str(), t.as_str()])
-            .observe(started.elapsed().as_secs_f64());
+        env.observe_batch_time(started);
         if env.cancel.is_cancelled() {
             return Ok(());
         }
     }
+}
+
+/// Where each partition's batch starts (to rewind to) and the next offset
+/// to read (to commit).
+type Positions = BTreeMap<(String, i32), i64>;
+
+fn batch_bounds(batch: &[sluice_sdk::Record]) -> (Positions, Positions) {
+    let mut first = Positions::new();
+    let mut next = Positions::new();
+    for r in batch {
+        first
+            .entry((r.topic.clone(), r.partition))
+            .or_insert(r.offset);
+        next.insert((r.topic.clone(), r.partition), r.offset + 1);
+    }
+    (first, next)
+}
+
+/// At-most-once or at-least-once: offsets committed before or after the
+/// batch is produced. `None`: stopping.
+async fn write_plain(
+    env: &TaskEnv,
+    consumer: &Arc<TaskConsumer>,
+    producer: &rdkafka::producer::FutureProducer,
+    errors: &ErrorHandler,
+    inputs: &[sluice_sdk::Record],
+    outputs: Vec<(usize, sluice_sdk::Record)>,
+    next: &Positions,
+) -> Result<Option<usize>, ConnectError> {
+    if env.common.delivery_guarantee == DeliveryGuarantee::AtMostOnce {
+        commit_before_writing(env, consumer, errors, next).await?;
+    }
+    let Some(n) = produce_batch(env, producer, errors, inputs, outputs).await? else {
+        return Ok(None);
+    };
+    if env.common.delivery_guarantee == DeliveryGuarantee::AtLeastOnce {
+        commit(env, consumer, next).await;
+    }
+    Ok(Some(n))
 }
 
 /// A transaction that did not commit.
@@ -248,7 +251,7 @@ async fn transact(
             Ok(()) => {}
             Err(e) if e.kind == ErrorKind::Data => {
                 errors
-                    .give_up(Failure {
+                    .tolerate_or_fail(Failure {
                         record: Some(&inputs[*origin]),
                         stage: Stage::KafkaProduce,
                         component: "kafka-producer",

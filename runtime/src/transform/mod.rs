@@ -73,7 +73,7 @@ impl CompiledChain {
                 spec.limits,
                 metrics.transform(connector, task, &spec.alias),
             )?;
-            stages.push(Stage {
+            stages.push(ChainStep {
                 transform,
                 spec: spec.clone(),
             });
@@ -89,12 +89,12 @@ pub struct TransformFailure {
     pub error: ConnectError,
 }
 
-struct Stage {
+struct ChainStep {
     transform: WasmTransform,
     spec: TransformSpec,
 }
 
-impl Stage {
+impl ChainStep {
     /// Whether this stage applies to the record (its predicate, negated or not).
     fn applies(&self, record: &Record) -> bool {
         match &self.spec.predicate {
@@ -105,7 +105,7 @@ impl Stage {
 }
 
 pub struct TransformChain {
-    stages: Vec<Stage>,
+    stages: Vec<ChainStep>,
 }
 
 enum Slot {

@@ -182,6 +182,36 @@ fn cluster_error(what: &str, e: impl std::fmt::Display) -> WorkerError {
     WorkerError::Cluster(format!("{what}: {e}"))
 }
 
+/// Checks or creates the cluster's three topics; returns the number of
+/// task slots.
+async fn ensure_topics(clients: &KafkaClients, topics: &DistributedTopics) -> anyhow::Result<u32> {
+    let (config_topic, status_topic) = (&topics.config, &topics.status);
+    let partitions = clients
+        .ensure_internal_topic(config_topic, 1, topics.config_replication_factor, true)
+        .await
+        .map_err(|e| anyhow::anyhow!("config.storage.topic `{config_topic}`: {e:#}"))?;
+    if partitions != 1 {
+        anyhow::bail!(
+            "config.storage.topic `{config_topic}` has {partitions} partitions; it must have exactly one, so every worker applies changes in the same order"
+        );
+    }
+    clients
+        .ensure_internal_topic(status_topic, 1, topics.status_replication_factor, true)
+        .await
+        .map_err(|e| anyhow::anyhow!("status.storage.topic `{status_topic}`: {e:#}"))?;
+    let slot_count = clients
+        .ensure_internal_topic(
+            &topics.slots,
+            topics.slots_partitions,
+            topics.slots_replication_factor,
+            false,
+        )
+        .await
+        .map_err(|e| anyhow::anyhow!("task.slots.topic `{}`: {e:#}", topics.slots))?
+        as u32;
+    Ok(slot_count)
+}
+
 impl Cluster {
     /// Joins the cluster: checks (or creates) the topics, replays the
     /// config topic into `worker`, then joins the task slot group. Returns
@@ -194,29 +224,7 @@ impl Cluster {
         shutdown_timeout: Duration,
     ) -> anyhow::Result<Arc<Cluster>> {
         let (config_topic, status_topic) = (topics.config.clone(), topics.status.clone());
-        let partitions = clients
-            .ensure_internal_topic(&config_topic, 1, topics.config_replication_factor, true)
-            .await
-            .map_err(|e| anyhow::anyhow!("config.storage.topic `{config_topic}`: {e:#}"))?;
-        if partitions != 1 {
-            anyhow::bail!(
-                "config.storage.topic `{config_topic}` has {partitions} partitions; it must have exactly one, so every worker applies changes in the same order"
-            );
-        }
-        clients
-            .ensure_internal_topic(&status_topic, 1, topics.status_replication_factor, true)
-            .await
-            .map_err(|e| anyhow::anyhow!("status.storage.topic `{status_topic}`: {e:#}"))?;
-        let slot_count = clients
-            .ensure_internal_topic(
-                &topics.slots,
-                topics.slots_partitions,
-                topics.slots_replication_factor,
-                false,
-            )
-            .await
-            .map_err(|e| anyhow::anyhow!("task.slots.topic `{}`: {e:#}", topics.slots))?
-            as u32;
+        let slot_count = ensure_topics(clients, topics).await?;
         let worker_id = worker.id.clone();
         let producer = clients.producer(
             &format!("sluice-worker-{worker_id}-cluster"),
@@ -241,21 +249,7 @@ impl Cluster {
         });
         worker.share_tasks(cluster.clone());
 
-        // The config topic, from the start, applied in order.
-        let reader = clients.tool_consumer(&format!("{group_id}-config-reader"))?;
-        let end = tokio::task::block_in_place(|| {
-            reader.fetch_watermarks(&config_topic, 0, Duration::from_secs(30))
-        })
-        .map_err(|e| anyhow::anyhow!("reading config.storage.topic `{config_topic}`: {e}"))?
-        .1;
-        let records = cluster.read_topic(reader, &config_topic, "config")?;
-        tokio::spawn(cluster.clone().apply_config(worker.clone(), records, end));
-        tracing::info!(topic = %config_topic, records = end, "replaying the cluster's config");
-        let mut applied = cluster.applied.subscribe();
-        applied
-            .wait_for(|next| *next >= end)
-            .await
-            .map_err(|_| anyhow::anyhow!("the config topic reader stopped"))?;
+        cluster.replay_config(&worker, clients, group_id).await?;
 
         // Statuses and slot holders, kept up to date.
         let status_reader = clients.tool_consumer(&format!("{group_id}-status-reader"))?;
@@ -267,18 +261,62 @@ impl Cluster {
             }
         });
 
+        cluster.join_slot_group(&worker, clients, group_id, shutdown_timeout)?;
+        tokio::spawn(cluster.clone().balance_tasks(worker.clone()));
+        tokio::spawn(cluster.clone().publish_statuses(worker));
+        tracing::info!(group.id = %group_id, worker_id = %worker_id, slots = slot_count, "joined the cluster");
+        Ok(cluster)
+    }
+
+    /// Replays the config topic from the start into `worker`, and keeps
+    /// applying it; returns once this worker has caught up.
+    async fn replay_config(
+        self: &Arc<Self>,
+        worker: &Arc<Worker>,
+        clients: &KafkaClients,
+        group_id: &str,
+    ) -> anyhow::Result<()> {
+        // The config topic, from the start, applied in order.
+        let reader = clients.tool_consumer(&format!("{group_id}-config-reader"))?;
+        let config_topic = &self.topics.config;
+        let end = tokio::task::block_in_place(|| {
+            reader.fetch_watermarks(config_topic, 0, Duration::from_secs(30))
+        })
+        .map_err(|e| anyhow::anyhow!("reading config.storage.topic `{config_topic}`: {e}"))?
+        .1;
+        let records = self.read_topic(reader, config_topic, "config")?;
+        tokio::spawn(self.clone().apply_config(worker.clone(), records, end));
+        tracing::info!(topic = %config_topic, records = end, "replaying the cluster's config");
+        let mut applied = self.applied.subscribe();
+        applied
+            .wait_for(|next| *next >= end)
+            .await
+            .map_err(|_| anyhow::anyhow!("the config topic reader stopped"))?;
+        Ok(())
+    }
+
+    /// Joins the task slot group: Kafka's coordinator says which slots are
+    /// this worker's; each change starts and stops tasks (a revocation
+    /// waits for them to stop) and is published to the status topic.
+    fn join_slot_group(
+        self: &Arc<Self>,
+        worker: &Arc<Worker>,
+        clients: &KafkaClients,
+        group_id: &str,
+        shutdown_timeout: Duration,
+    ) -> anyhow::Result<()> {
         // The task slots: Kafka's coordinator says which are this worker's.
         let (events, mut changes) = tokio::sync::mpsc::unbounded_channel();
         let consumer = clients.coordination_consumer(
             group_id,
-            &worker_id,
+            &self.worker_id,
             SlotContext {
                 events,
                 stop_timeout: shutdown_timeout + Duration::from_secs(10),
             },
         )?;
-        consumer.subscribe(&[topics.slots.as_str()])?;
-        let stop = cluster.stop.clone();
+        consumer.subscribe(&[self.topics.slots.as_str()])?;
+        let stop = self.stop.clone();
         std::thread::Builder::new()
             .name("task-slots".into())
             .spawn(move || {
@@ -292,7 +330,7 @@ impl Cluster {
                     }
                 }
             })?;
-        let assigner = cluster.clone();
+        let assigner = self.clone();
         let assigned_worker = worker.clone();
         tokio::spawn(async move {
             while let Some(change) = changes.recv().await {
@@ -318,11 +356,7 @@ impl Cluster {
                 }
             }
         });
-
-        tokio::spawn(cluster.clone().balance_tasks(worker.clone()));
-        tokio::spawn(cluster.clone().publish_statuses(worker));
-        tracing::info!(group.id = %group_id, worker_id = %worker_id, slots = slot_count, "joined the cluster");
-        Ok(cluster)
+        Ok(())
     }
 
     /// Stops the background readers (tasks are stopped by the worker).
@@ -415,116 +449,147 @@ impl Cluster {
             None => None,
         };
         match (parsed, value) {
-            (ConfigKey::Connector(name), Some(v)) => {
-                let spec =
-                    ConnectorSpec::from_json(&json!({"name": name, "config": v["properties"]}))
-                        .map_err(|e| format!("connector `{name}`: {e}"))?;
-                let slots: Vec<u32> = v["slots"]
-                    .as_array()
-                    .map(|a| {
-                        a.iter()
-                            .filter_map(|s| s.as_u64().map(|s| s as u32))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                let target = {
-                    let mut view = self.view.lock().expect("view lock");
-                    view.placements.insert(name.to_string(), slots);
-                    view.unsettled_since = Some(std::time::Instant::now());
-                    view.targets
-                        .get(name)
-                        .copied()
-                        .unwrap_or(TargetState::Running)
-                };
-                let outcome = if worker.spec(name).await.is_some() {
-                    worker.put(&spec).await
-                } else {
-                    worker
-                        .create_in(&spec, target)
-                        .await
-                        .map(|()| Updated::Created)
-                };
-                // The placement may have changed even if the config did not.
-                worker.reconcile().await;
-                outcome.map(Some).map_err(|e| e.to_string())
-            }
+            (ConfigKey::Connector(name), Some(v)) => self.apply_connector(worker, name, &v).await,
             (ConfigKey::Connector(name), None) => {
-                {
-                    let mut view = self.view.lock().expect("view lock");
-                    view.placements.remove(name);
-                    view.targets.remove(name);
-                    view.statuses.retain(|(c, _), _| c != name);
-                }
-                worker.stop_connector(name).await;
-                tracing::info!(connector = %name, "connector deleted");
+                self.apply_deletion(worker, name).await;
                 Ok(None)
             }
-            (ConfigKey::TargetState(name), Some(v)) => {
-                let state = v["state"].as_str().unwrap_or_default();
-                let target = TargetState::parse(state).ok_or_else(|| {
-                    format!(
-                        "target state `{state}` of `{name}` is not one of {}",
-                        TargetState::NAMES
-                    )
-                })?;
-                self.view
-                    .lock()
-                    .expect("view lock")
-                    .targets
-                    .insert(name.to_string(), target);
-                let changed = match target {
-                    TargetState::Running => worker.resume(name).await,
-                    TargetState::Paused => worker.pause(name).await,
-                    TargetState::Stopped => worker.stop(name).await,
-                };
-                changed.map(|_| None).map_err(|e| e.to_string())
-            }
+            (ConfigKey::TargetState(name), Some(v)) => self.apply_target(worker, name, &v).await,
             (ConfigKey::TargetState(name), None) => {
                 self.view.lock().expect("view lock").targets.remove(name);
                 Ok(None)
             }
-            (ConfigKey::Restart(name), Some(v)) => {
-                let include_tasks = v["include-tasks"].as_bool().unwrap_or(false);
-                let only_failed = v["only-failed"].as_bool().unwrap_or(false);
-                let task = v["task"].as_u64().map(|t| t as u32);
-                // Each worker restarts the tasks it runs; in the background,
-                // so the log goes on being applied meanwhile.
-                let planned = match task {
-                    Some(id) => {
-                        let local = worker
-                            .local_task_statuses()
-                            .await
-                            .iter()
-                            .any(|(c, t, _)| c == name && *t == id);
-                        local.then_some(None)
-                    }
-                    None => worker
-                        .plan_restart(name, include_tasks, only_failed)
-                        .await
-                        .map_err(|e| e.to_string())?
-                        .map(Some),
-                };
-                if let Some(plan) = planned {
-                    let worker = worker.clone();
-                    let name = name.to_string();
-                    tokio::spawn(async move {
-                        match (plan, task) {
-                            (Some(plan), _) => {
-                                worker.execute_restart(plan).await;
-                            }
-                            (None, Some(id)) => {
-                                if let Err(e) = worker.restart_task(&name, id).await {
-                                    tracing::error!(connector = %name, task = id, error = %e, "task restart failed");
-                                }
-                            }
-                            (None, None) => {}
-                        }
-                    });
-                }
-                Ok(None)
-            }
+            (ConfigKey::Restart(name), Some(v)) => self.apply_restart(worker, name, &v).await,
             (ConfigKey::Restart(_), None) => Ok(None),
         }
+    }
+
+    /// A connector's config with its task placement: created or updated
+    /// here, and this worker's share of its tasks started or stopped.
+    async fn apply_connector(
+        &self,
+        worker: &Arc<Worker>,
+        name: &str,
+        v: &Value,
+    ) -> Result<Option<Updated>, String> {
+        let spec = ConnectorSpec::from_json(&json!({"name": name, "config": v["properties"]}))
+            .map_err(|e| format!("connector `{name}`: {e}"))?;
+        let slots: Vec<u32> = v["slots"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_u64().map(|s| s as u32))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let target = {
+            let mut view = self.view.lock().expect("view lock");
+            view.placements.insert(name.to_string(), slots);
+            view.unsettled_since = Some(std::time::Instant::now());
+            view.targets
+                .get(name)
+                .copied()
+                .unwrap_or(TargetState::Running)
+        };
+        let outcome = if worker.spec(name).await.is_some() {
+            worker.put(&spec).await
+        } else {
+            worker
+                .create_in(&spec, target)
+                .await
+                .map(|()| Updated::Created)
+        };
+        // The placement may have changed even if the config did not.
+        worker.reconcile().await;
+        outcome.map(Some).map_err(|e| e.to_string())
+    }
+
+    /// A connector deleted: its tasks here stop, the cluster forgets it.
+    async fn apply_deletion(&self, worker: &Arc<Worker>, name: &str) {
+        {
+            let mut view = self.view.lock().expect("view lock");
+            view.placements.remove(name);
+            view.targets.remove(name);
+            view.statuses.retain(|(c, _), _| c != name);
+        }
+        worker.stop_connector(name).await;
+        tracing::info!(connector = %name, "connector deleted");
+    }
+
+    /// A connector's target state: RUNNING, PAUSED or STOPPED here.
+    async fn apply_target(
+        &self,
+        worker: &Arc<Worker>,
+        name: &str,
+        v: &Value,
+    ) -> Result<Option<Updated>, String> {
+        let state = v["state"].as_str().unwrap_or_default();
+        let target = TargetState::parse(state).ok_or_else(|| {
+            format!(
+                "target state `{state}` of `{name}` is not one of {}",
+                TargetState::NAMES
+            )
+        })?;
+        self.view
+            .lock()
+            .expect("view lock")
+            .targets
+            .insert(name.to_string(), target);
+        let changed = match target {
+            TargetState::Running => worker.resume(name).await,
+            TargetState::Paused => worker.pause(name).await,
+            TargetState::Stopped => worker.stop(name).await,
+        };
+        changed.map(|_| None).map_err(|e| e.to_string())
+    }
+
+    /// A restart request: this worker restarts the connector's tasks it
+    /// runs (`task`: only that one), in the background, so the log goes on
+    /// being applied meanwhile.
+    async fn apply_restart(
+        &self,
+        worker: &Arc<Worker>,
+        name: &str,
+        v: &Value,
+    ) -> Result<Option<Updated>, String> {
+        let include_tasks = v["include-tasks"].as_bool().unwrap_or(false);
+        let only_failed = v["only-failed"].as_bool().unwrap_or(false);
+        let task = v["task"].as_u64().map(|t| t as u32);
+        // Each worker restarts the tasks it runs; in the background,
+        // so the log goes on being applied meanwhile.
+        let planned = match task {
+            Some(id) => {
+                let local = worker
+                    .local_task_statuses()
+                    .await
+                    .iter()
+                    .any(|(c, t, _)| c == name && *t == id);
+                local.then_some(None)
+            }
+            None => worker
+                .plan_restart(name, include_tasks, only_failed)
+                .await
+                .map_err(|e| e.to_string())?
+                .map(Some),
+        };
+        if let Some(plan) = planned {
+            let worker = worker.clone();
+            let name = name.to_string();
+            tokio::spawn(async move {
+                match (plan, task) {
+                    (Some(plan), _) => {
+                        worker.execute_restart(plan).await;
+                    }
+                    (None, Some(id)) => {
+                        if let Err(e) = worker.restart_task(&name, id).await {
+                            tracing::error!(connector = %name, task = id, error = %e, "task restart failed");
+                        }
+                    }
+                    (None, None) => {}
+                }
+            });
+        }
+        Ok(None)
     }
 
     fn apply_status(&self, key: &str, value: Option<&[u8]>) {
@@ -852,15 +917,7 @@ impl Cluster {
         if worker.spec(&spec.name).await.is_some() {
             return Err(WorkerError::AlreadyExists(spec.name.clone()));
         }
-        let validated =
-            worker
-                .validator()
-                .validate(spec)
-                .await
-                .map_err(|error| WorkerError::Invalid {
-                    name: spec.name.clone(),
-                    error,
-                })?;
+        let validated = worker.validated(spec).await?;
         // The target state first, so every worker creates it in that state.
         let state = self
             .write(
@@ -884,15 +941,7 @@ impl Cluster {
         if current.config == spec.config {
             return Ok(Updated::Unchanged);
         }
-        let validated =
-            worker
-                .validator()
-                .validate(spec)
-                .await
-                .map_err(|error| WorkerError::Invalid {
-                    name: spec.name.clone(),
-                    error,
-                })?;
+        let validated = worker.validated(spec).await?;
         let offset = self
             .write_connector(spec, validated.common.tasks_max)
             .await?;

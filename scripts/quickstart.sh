@@ -3,10 +3,12 @@
 # pipeline datagen -> WASM transform -> embedded Kafka broker -> SQLite on
 # the embedded defaults, shows the rows arriving in quickstart.db, and stops.
 # Set KEEP_RUNNING=1 to leave the worker running (REST on localhost:8083).
+# Installs first only what it needs (scripts/setup.sh quickstart: the C build
+# dependencies and the pinned Rust toolchain with wasm32-wasip2).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-SLUICE_SETUP_POSTGRES=0 SLUICE_SETUP_MONITORING=0 SLUICE_SETUP_KAFKA=0 scripts/setup.sh
+scripts/setup.sh quickstart
 echo "==> building sluice and the example transform" >&2
 cargo build --locked --bin sluice
 examples/transforms/rust/build.sh --locked >/dev/null

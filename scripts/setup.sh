@@ -1,37 +1,63 @@
 #!/usr/bin/env bash
-# Installs what Sluice's build, quick start and tests need, skipping what is
-# already there. Safe to run again. Needs root (or sudo) for apt.
+# Installs what Sluice needs, skipping what is already there. Safe to run
+# again. Needs root (or sudo) for apt, and rustup (https://rustup.rs).
 #
-#   - C toolchain and libraries for rdkafka's bundled librdkafka (ssl, zstd)
-#     and SQLite: build-essential pkg-config zlib1g-dev libssl-dev
-#   - PostgreSQL (tests run against a real server; see scripts/postgres.sh)
-#   - Java 17 and Maven: Apache Kafka itself, resolved from Maven by
-#     scripts/kafka.sh, is the broker of the real-Kafka tests (skip:
-#     SLUICE_SETUP_KAFKA=0, and the test command says the suite did not run)
-#   - MariaDB (the JDBC sink's MySQL dialect; tests start their own server)
-#   - promtool, from Debian's prometheus package (the alert rules' tests)
-#   - the Rust toolchain pinned in rust-toolchain.toml, with wasm32-wasip2
-#   - the toolchains of the example transforms in other languages (C, Python,
-#     JavaScript, AssemblyScript, Zig, Go): scripts/wasm-toolchains.sh, into
-#     ${SLUICE_TOOLS_DIR:-/var/tmp/sluice-tools} (skip: SLUICE_SETUP_WASM_TOOLCHAINS=0)
+#   scripts/setup.sh quickstart   only what ./scripts/quickstart.sh needs:
+#     - the C toolchain and libraries for rdkafka's bundled librdkafka (ssl,
+#       zstd) and SQLite: build-essential pkg-config zlib1g-dev libssl-dev;
+#       python3 (librdkafka's Makefile and the quick start's checks), curl and
+#       ca-certificates (the quick start's status print)
+#     - the Rust toolchain pinned in rust-toolchain.toml, with wasm32-wasip2
+#   scripts/setup.sh [tests]      all of the above, and what the tests need
+#     (scripts/test.sh, hence .ci/run, and bench/run.sh run it this way):
+#     - PostgreSQL (tests run against a real server; see scripts/postgres.sh)
+#       (skip: SLUICE_SETUP_POSTGRES=0)
+#     - Java 17 and Maven: Apache Kafka itself, resolved from Maven by
+#       scripts/kafka.sh, is the broker of the real-Kafka tests (skip:
+#       SLUICE_SETUP_KAFKA=0, and the test command says the suite did not run)
+#     - MariaDB (the JDBC sink's MySQL dialect; tests start their own server)
+#       (skip: SLUICE_SETUP_MARIADB=0)
+#     - promtool, from Debian's prometheus package (the alert rules' tests)
+#       (skip: SLUICE_SETUP_MONITORING=0)
+#     - the toolchains of the example transforms in other languages (C,
+#       Python, JavaScript, AssemblyScript, Zig, Go): scripts/wasm-toolchains.sh,
+#       into ${SLUICE_TOOLS_DIR:-/var/tmp/sluice-tools}
+#       (skip: SLUICE_SETUP_WASM_TOOLCHAINS=0)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+profile="${1:-tests}"
+case "$profile" in
+  quickstart | tests) ;;
+  *)
+    echo "setup: unknown profile '$profile' (valid: quickstart, tests)" >&2
+    exit 2
+    ;;
+esac
+if (($# > 1)); then
+  echo "setup: one profile at most (valid: quickstart, tests); got: $*" >&2
+  exit 2
+fi
+tests=0
+if [[ "$profile" == tests ]]; then tests=1; fi
+
 APT_PACKAGES=(build-essential pkg-config zlib1g-dev libssl-dev python3 curl ca-certificates)
-# promtool (Debian's prometheus package) checks and unit-tests the shipped alerts.
-if [[ "${SLUICE_SETUP_MONITORING:-1}" == 1 ]]; then
-  APT_PACKAGES+=(prometheus)
-fi
-if [[ "${SLUICE_SETUP_POSTGRES:-1}" == 1 ]]; then
-  APT_PACKAGES+=(postgresql postgresql-client)
-fi
-if [[ "${SLUICE_SETUP_KAFKA:-1}" == 1 ]]; then
-  command -v java >/dev/null 2>&1 || APT_PACKAGES+=(openjdk-17-jdk-headless)
-  command -v mvn >/dev/null 2>&1 || APT_PACKAGES+=(maven)
-fi
-# The JDBC sink's tests start their own MariaDB server (MySQL protocol).
-if [[ "${SLUICE_SETUP_MARIADB:-1}" == 1 ]]; then
-  APT_PACKAGES+=(mariadb-server mariadb-client)
+if ((tests)); then
+  # promtool (Debian's prometheus package) checks and unit-tests the shipped alerts.
+  if [[ "${SLUICE_SETUP_MONITORING:-1}" == 1 ]]; then
+    APT_PACKAGES+=(prometheus)
+  fi
+  if [[ "${SLUICE_SETUP_POSTGRES:-1}" == 1 ]]; then
+    APT_PACKAGES+=(postgresql postgresql-client)
+  fi
+  if [[ "${SLUICE_SETUP_KAFKA:-1}" == 1 ]]; then
+    command -v java >/dev/null 2>&1 || APT_PACKAGES+=(openjdk-17-jdk-headless)
+    command -v mvn >/dev/null 2>&1 || APT_PACKAGES+=(maven)
+  fi
+  # The JDBC sink's tests start their own MariaDB server (MySQL protocol).
+  if [[ "${SLUICE_SETUP_MARIADB:-1}" == 1 ]]; then
+    APT_PACKAGES+=(mariadb-server mariadb-client)
+  fi
 fi
 
 missing=()
@@ -60,6 +86,6 @@ fi
 
 # The example transforms' toolchains (the tests build every language's
 # example; they find the tools in the same prefix).
-if [[ "${SLUICE_SETUP_WASM_TOOLCHAINS:-1}" == 1 ]]; then
+if ((tests)) && [[ "${SLUICE_SETUP_WASM_TOOLCHAINS:-1}" == 1 ]]; then
   scripts/wasm-toolchains.sh >/dev/null
 fi

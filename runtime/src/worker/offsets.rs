@@ -1,0 +1,243 @@
+//! KIP-875 offsets: sources' from the offset store (or the offsets topic),
+//! sinks' from their consumer group; changed only while STOPPED.
+
+use super::*;
+
+impl Worker {
+    /// KIP-875 offsets: sources from the offset store, sinks from their
+    /// consumer group (`{kafka_topic, kafka_partition}` / `{kafka_offset}`).
+    pub async fn offsets(&self, name: &str) -> Result<Option<Vec<serde_json::Value>>, WorkerError> {
+        let Some((spec, kind, _)) = self.spec(name).await else {
+            return Ok(None);
+        };
+        if kind == ConnectorType::Source {
+            if self.source_uses_offsets_topic(&spec)? {
+                // The topic is the truth (a task may not have run since
+                // the worker started).
+                let read = self
+                    .clients
+                    .offsets_topic()
+                    .read(&self.clients, name)
+                    .await
+                    .map_err(|e| WorkerError::Conflict(format!("{e:#}")))?;
+                self.offsets
+                    .replace(name, read)
+                    .map_err(|e| WorkerError::Conflict(e.to_string()))?;
+            }
+            return Ok(Some(
+                self.offsets
+                    .all(name)
+                    .into_iter()
+                    .map(|(p, o)| serde_json::json!({"partition": p, "offset": o}))
+                    .collect(),
+            ));
+        }
+        let topics = self.sink_topics(&spec)?;
+        let (clients, group) = (self.clients.clone(), task::group_id(name));
+        let committed = tokio::task::spawn_blocking(move || clients.group_offsets(&group, &topics))
+            .await
+            .map_err(|e| WorkerError::Conflict(e.to_string()))?
+            .map_err(|e| {
+                WorkerError::Conflict(format!("reading the consumer group's offsets: {e:#}"))
+            })?;
+        Ok(Some(
+            committed
+                .into_iter()
+                .filter_map(|(topic, partition, offset)| {
+                    offset.map(|o| {
+                        serde_json::json!({
+                            "partition": {"kafka_topic": topic, "kafka_partition": partition},
+                            "offset": {"kafka_offset": o}
+                        })
+                    })
+                })
+                .collect(),
+        ))
+    }
+
+    pub(super) fn common_config(&self, spec: &ConnectorSpec) -> Result<CommonConfig, WorkerError> {
+        let invalid = |error| WorkerError::Invalid {
+            name: spec.name.clone(),
+            error,
+        };
+        self.validator.common_config(spec).map_err(invalid)
+    }
+
+    fn sink_topics(&self, spec: &ConnectorSpec) -> Result<Vec<String>, WorkerError> {
+        Ok(self.common_config(spec)?.topics)
+    }
+
+    fn source_uses_offsets_topic(&self, spec: &ConnectorSpec) -> Result<bool, WorkerError> {
+        let guarantee = self.common_config(spec)?.delivery_guarantee;
+        Ok(task::source::uses_offsets_topic(guarantee, &self.offsets))
+    }
+
+    /// Changes offsets (`PATCH`; an entry with a null offset resets its
+    /// partition) or resets them all (`DELETE`: `entries` None). Only while
+    /// STOPPED, as in Kafka Connect, so no task races the change.
+    pub async fn alter_offsets(
+        &self,
+        name: &str,
+        entries: Option<Vec<serde_json::Value>>,
+    ) -> Result<bool, WorkerError> {
+        let Some((spec, kind, _)) = self.spec(name).await else {
+            return Ok(false);
+        };
+        if self.is_stopped(name).await != Some(true) {
+            return Err(WorkerError::BadRequest(format!(
+                "Connectors must be in the STOPPED state before their offsets can be modified: PUT /connectors/{name}/stop first"
+            )));
+        }
+        match (kind, entries) {
+            (ConnectorType::Source, None) => self.reset_source_offsets(name, &spec).await?,
+            (ConnectorType::Source, Some(entries)) => {
+                self.alter_source_offsets(name, &spec, entries).await?
+            }
+            (ConnectorType::Sink | ConnectorType::Stream, entries) => {
+                self.alter_sink_offsets(name, &spec, entries).await?
+            }
+        }
+        tracing::info!(connector = %name, "offsets changed while stopped");
+        Ok(true)
+    }
+
+    /// DELETE on a source: every partition forgotten, in the offsets topic
+    /// (tombstones) and the store.
+    async fn reset_source_offsets(
+        &self,
+        name: &str,
+        spec: &ConnectorSpec,
+    ) -> Result<(), WorkerError> {
+        let bad = WorkerError::BadRequest;
+        if self.source_uses_offsets_topic(spec)? {
+            // Tombstones for every partition the topic knows.
+            let known = self
+                .clients
+                .offsets_topic()
+                .read(&self.clients, name)
+                .await
+                .map_err(|e| bad(format!("{e:#}")))?;
+            let forget: Vec<_> = known.into_keys().map(|k| (k, None)).collect();
+            self.clients
+                .offsets_topic()
+                .write(&self.clients, name, &forget)
+                .await
+                .map_err(|e| bad(format!("writing the offsets topic: {e:#}")))?;
+        }
+        self.offsets.reset(name).map_err(|e| bad(e.to_string()))?;
+        Ok(())
+    }
+
+    /// PATCH on a source: `{partition, offset}` entries, a null offset
+    /// forgetting its partition.
+    async fn alter_source_offsets(
+        &self,
+        name: &str,
+        spec: &ConnectorSpec,
+        entries: Vec<serde_json::Value>,
+    ) -> Result<(), WorkerError> {
+        let bad = WorkerError::BadRequest;
+        let mut changes = Vec::new();
+        for e in entries {
+            let partition = e
+                .get("partition")
+                .filter(|p| p.is_object())
+                .ok_or_else(|| bad(format!("each entry needs a `partition` object: {e}")))?;
+            let offset = match e.get("offset") {
+                None | Some(serde_json::Value::Null) => None,
+                Some(o) if o.is_object() => Some(o.clone()),
+                Some(o) => {
+                    return Err(bad(format!("`offset` must be an object or null, got {o}")));
+                }
+            };
+            changes.push((sluice_sdk::source_partition_key(partition), offset));
+        }
+        if self.source_uses_offsets_topic(spec)? {
+            self.clients
+                .offsets_topic()
+                .write(&self.clients, name, &changes)
+                .await
+                .map_err(|e| bad(format!("writing the offsets topic: {e:#}")))?;
+        }
+        self.offsets
+            .alter(name, changes)
+            .map_err(|e| bad(e.to_string()))?;
+        Ok(())
+    }
+
+    /// PATCH or DELETE on a sink or stream: its consumer group's offsets,
+    /// and first those an exactly-once sink stores with its data.
+    async fn alter_sink_offsets(
+        &self,
+        name: &str,
+        spec: &ConnectorSpec,
+        entries: Option<Vec<serde_json::Value>>,
+    ) -> Result<(), WorkerError> {
+        let bad = WorkerError::BadRequest;
+        let topics = self.sink_topics(spec)?;
+        let (clients, group) = (self.clients.clone(), task::group_id(name));
+        let wanted: Vec<(String, i32, Option<i64>)> = match entries {
+            None => {
+                let (c, g) = (clients.clone(), group.clone());
+                tokio::task::spawn_blocking(move || c.group_offsets(&g, &topics))
+                    .await
+                    .map_err(|e| bad(e.to_string()))?
+                    .map_err(|e| bad(format!("{e:#}")))?
+                    .into_iter()
+                    .map(|(t, p, _)| (t, p, None))
+                    .collect()
+            }
+            Some(entries) => {
+                let mut out = Vec::new();
+                for e in entries {
+                    let topic = e["partition"]["kafka_topic"].as_str().ok_or_else(|| {
+                        bad(format!("each entry needs partition.kafka_topic: {e}"))
+                    })?;
+                    let partition =
+                        e["partition"]["kafka_partition"].as_i64().ok_or_else(|| {
+                            bad(format!("each entry needs partition.kafka_partition: {e}"))
+                        })?;
+                    if !topics.iter().any(|t| t == topic) {
+                        return Err(bad(format!(
+                            "`{topic}` is not one of the connector's topics"
+                        )));
+                    }
+                    let offset = match &e["offset"] {
+                        serde_json::Value::Null => None,
+                        o => Some(o["kafka_offset"].as_i64().filter(|n| *n >= 0).ok_or_else(
+                            || {
+                                bad(format!(
+                                    "offset.kafka_offset must be a non-negative number: {e}"
+                                ))
+                            },
+                        )?),
+                    };
+                    out.push((topic.to_string(), partition as i32, offset));
+                }
+                out
+            }
+        };
+        // A sink that keeps offsets with its data (exactly-once)
+        // changes them first: they decide where its tasks resume.
+        let v = self
+            .validator
+            .validate(spec)
+            .await
+            .map_err(|e| bad(e.to_string()))?;
+        if let Plugin::Sink(p) = &v.plugin {
+            p.alter_offsets(&v.plugin_config, name, &wanted)
+                .await
+                .map_err(|e| {
+                    bad(format!(
+                        "changing the offsets stored in the sink: {}",
+                        e.full_message()
+                    ))
+                })?;
+        }
+        tokio::task::spawn_blocking(move || clients.set_group_offsets(&group, &wanted))
+            .await
+            .map_err(|e| bad(e.to_string()))?
+            .map_err(|e| bad(format!("committing the offsets: {e:#}")))?;
+        Ok(())
+    }
+}

@@ -5,7 +5,7 @@ use rdkafka::producer::FutureProducer;
 use sluice_sdk::{ConnectError, ErrorKind, Record};
 
 use super::TaskEnv;
-use crate::errors::{ErrorHandler, Failure, Stage, infrastructure_exhausted};
+use crate::errors::{ErrorHandler, Failure, Retry, Stage};
 use crate::kafka::produce_each;
 use crate::kafka::transaction::{TransactionalProducer, transactional_id};
 
@@ -13,7 +13,6 @@ use crate::kafka::transaction::{TransactionalProducer, transactional_id};
 /// error handler, other failures are retried as infrastructure. Returns how
 /// many were produced, or None if the task was stopped meanwhile.
 pub(crate) async fn produce_batch(
-    env: &TaskEnv,
     producer: &FutureProducer,
     errors: &ErrorHandler,
     inputs: &[Record],
@@ -49,17 +48,12 @@ pub(crate) async fn produce_batch(
             }
         }
         pending = failed_retriably;
-        if let Some(e) = last_error
-            && !retrier.again(&e).await
-        {
-            if env.cancel.is_cancelled() {
-                return Ok(None);
+        if let Some(e) = last_error {
+            match retrier.after(e, "producing to Kafka").await {
+                Retry::Again => {}
+                Retry::Stopped => return Ok(None),
+                Retry::Failed(e) => return Err(e),
             }
-            return Err(infrastructure_exhausted(
-                "producing to Kafka",
-                e,
-                retrier.attempts(),
-            ));
         }
     }
     Ok(Some(produced))

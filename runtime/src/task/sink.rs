@@ -13,7 +13,9 @@ use super::TaskEnv;
 use super::consume::*;
 use super::stages::*;
 use crate::config::DeliveryGuarantee;
-use crate::errors::{ErrorHandler, Failure, Stage, infrastructure_exhausted, retry_infrastructure};
+use crate::errors::{
+    ErrorHandler, Failure, Retry, Stage, infrastructure_exhausted, retry_infrastructure,
+};
 use crate::kafka::{ConsumerEvent, is_offset_out_of_range};
 use crate::metrics::LATENCY_HEADER;
 
@@ -419,20 +421,15 @@ async fn put_exactly_once(
             }
             Err(e) => {
                 task.rollback().await;
-                if e.kind != ErrorKind::Retriable {
-                    return Err(e);
-                }
-                if errors.is_cancelled() {
-                    return Err(ConnectError::retriable(
-                        "stopped while the sink was unavailable; the batch is not committed",
-                    ));
-                }
-                if !retrier.again(&e).await {
-                    return Err(infrastructure_exhausted(
-                        "writing the batch and its offsets in one transaction",
-                        e,
-                        retrier.attempts(),
-                    ));
+                let what = "writing the batch and its offsets in one transaction";
+                match retrier.after(e, what).await {
+                    Retry::Again => {}
+                    Retry::Stopped => {
+                        return Err(ConnectError::retriable(
+                            "stopped while the sink was unavailable; the batch is not committed",
+                        ));
+                    }
+                    Retry::Failed(e) => return Err(e),
                 }
             }
         }

@@ -17,7 +17,7 @@ use super::TaskEnv;
 use super::produce::produce_batch;
 use super::stages::transform_all;
 use crate::config::{DeliveryGuarantee, TransactionBoundary};
-use crate::errors::{ErrorHandler, Failure, Stage, infrastructure_exhausted, retry_infrastructure};
+use crate::errors::{ErrorHandler, Failure, Retry, Stage, retry_infrastructure};
 use crate::kafka::transaction::{TransactionalProducer, TxnFailure};
 use crate::kafka::{KafkaClients, await_delivery, enqueue, produce_each};
 use crate::metrics::LATENCY_HEADER;
@@ -213,11 +213,10 @@ async fn run_loop(
                 return Ok(());
             }
         }
-        let produced =
-            match produce_batch(env, producer, errors, &batch.inputs, batch.outputs).await? {
-                Some(n) => n,
-                None => return Ok(()),
-            };
+        let produced = match produce_batch(producer, errors, &batch.inputs, batch.outputs).await? {
+            Some(n) => n,
+            None => return Ok(()),
+        };
         env.count("produce", "ok", produced);
         if !at_most_once {
             // Every record of the batch is in Kafka or dead-lettered: its
@@ -396,12 +395,17 @@ async fn commit_open(
             }
             Err(TxnFailure::Aborted(e)) => e,
         };
-        if !retrier.again(&failure).await {
-            return Err(infrastructure_exhausted(
-                "committing the source transaction",
-                failure,
-                retrier.attempts(),
-            ));
+        match retrier
+            .after(failure, "committing the source transaction")
+            .await
+        {
+            Retry::Again => {}
+            Retry::Stopped => {
+                return Err(ConnectError::retriable(
+                    "stopped before the source transaction committed; it is redone from the stored offsets",
+                ));
+            }
+            Retry::Failed(e) => return Err(e),
         }
         // Redo: the same records (those dead-lettered aside) in a new
         // transaction.

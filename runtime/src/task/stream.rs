@@ -199,7 +199,7 @@ async fn write_plain(
     if env.common.delivery_guarantee == DeliveryGuarantee::AtMostOnce {
         commit_before_writing(env, consumer, errors, next).await?;
     }
-    let Some(n) = produce_batch(env, producer, errors, inputs, outputs).await? else {
+    let Some(n) = produce_batch(producer, errors, inputs, outputs).await? else {
         return Ok(None);
     };
     if env.common.delivery_guarantee == DeliveryGuarantee::AtLeastOnce {

@@ -107,7 +107,7 @@ async fn exactly_once_source_writes_records_and_offsets_in_one_transaction() {
     assert_eq!(transactions(&env, "eos-src", "committed"), 10);
     assert_eq!(transactions(&env, "eos-src", "aborted"), 0);
     // The REST view reads the same topic.
-    let offsets = env.worker.offsets("eos-src").await.unwrap().unwrap();
+    let offsets = env.herder.offsets("eos-src").await.unwrap().unwrap();
     assert_eq!(
         offsets,
         vec![json!({"partition": {"datagen.task": 0}, "offset": {"next": 500}})]
@@ -116,7 +116,7 @@ async fn exactly_once_source_writes_records_and_offsets_in_one_transaction() {
     // Offsets changed while stopped go to the topic, and the restarted
     // task resumes from them.
     env.worker.stop("eos-src").await.unwrap();
-    env.worker
+    env.herder
         .alter_offsets(
             "eos-src",
             Some(vec![

@@ -599,7 +599,7 @@ async fn the_answers_match_the_spec() {
         Duration::from_secs(60),
         "committed source offsets",
         || async {
-            let offsets = env.worker.offsets("dg").await.ok().flatten()?;
+            let offsets = env.herder.offsets("dg").await.ok().flatten()?;
             (!offsets.is_empty()).then_some(())
         },
     )

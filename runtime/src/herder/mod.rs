@@ -6,6 +6,7 @@
 //! tasks.
 
 pub mod distributed;
+mod offsets;
 pub mod standalone;
 
 use std::sync::Arc;
@@ -131,19 +132,6 @@ impl Herder {
 
     pub async fn reset_topics(&self, name: &str) -> bool {
         self.worker.reset_topics(name).await
-    }
-
-    pub async fn offsets(&self, name: &str) -> Result<Option<Vec<serde_json::Value>>, WorkerError> {
-        self.worker.offsets(name).await
-    }
-
-    /// Changes (`Some`) or resets (`None`) a STOPPED connector's offsets.
-    pub async fn alter_offsets(
-        &self,
-        name: &str,
-        entries: Option<Vec<serde_json::Value>>,
-    ) -> Result<bool, WorkerError> {
-        self.worker.alter_offsets(name, entries).await
     }
 
     /// Writes the connectors' configs and states to the file store.

@@ -2,7 +2,6 @@
 //! and stops them cleanly.
 
 mod lifecycle;
-mod offsets;
 mod restart;
 mod tasks;
 
@@ -18,7 +17,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use crate::config::{CommonConfig, ConnectorSpec, StreamConfig};
+use crate::config::{ConnectorSpec, StreamConfig};
 use crate::errors::ErrorHandler;
 use crate::kafka::KafkaClients;
 use crate::metrics::Metrics;
@@ -312,6 +311,12 @@ impl Worker {
 
     pub fn is_starting(&self) -> bool {
         self.starting.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Where source offsets are kept (the offsets topic's view, or the
+    /// standalone file).
+    pub fn offset_store(&self) -> &OffsetStore {
+        &self.offsets
     }
 
     pub fn validator(&self) -> &Validator {

@@ -1,13 +1,19 @@
-//! KIP-875 offsets: sources' from the offset store (or the offsets topic),
+//! KIP-875 offsets, as Kafka Connect's herder serves them: sources' from the offset store (or the offsets topic),
 //! sinks' from their consumer group; changed only while STOPPED.
 
-use super::*;
+use sluice_sdk::ConnectorType;
 
-impl Worker {
+use super::Herder;
+use crate::config::{CommonConfig, ConnectorSpec};
+use crate::plugin::Plugin;
+use crate::task;
+use crate::worker::WorkerError;
+
+impl Herder {
     /// KIP-875 offsets: sources from the offset store, sinks from their
     /// consumer group (`{kafka_topic, kafka_partition}` / `{kafka_offset}`).
     pub async fn offsets(&self, name: &str) -> Result<Option<Vec<serde_json::Value>>, WorkerError> {
-        let Some((spec, kind, _)) = self.spec(name).await else {
+        let Some((spec, kind, _)) = self.worker.spec(name).await else {
             return Ok(None);
         };
         if kind == ConnectorType::Source {
@@ -15,17 +21,19 @@ impl Worker {
                 // The topic is the truth (a task may not have run since
                 // the worker started).
                 let read = self
-                    .clients
+                    .clients()
                     .offsets_topic()
-                    .read(&self.clients, name)
+                    .read(self.worker.clients(), name)
                     .await
                     .map_err(|e| WorkerError::Conflict(format!("{e:#}")))?;
-                self.offsets
+                self.worker
+                    .offset_store()
                     .replace(name, read)
                     .map_err(|e| WorkerError::Conflict(e.to_string()))?;
             }
             return Ok(Some(
-                self.offsets
+                self.worker
+                    .offset_store()
                     .all(name)
                     .into_iter()
                     .map(|(p, o)| serde_json::json!({"partition": p, "offset": o}))
@@ -33,7 +41,7 @@ impl Worker {
             ));
         }
         let topics = self.sink_topics(&spec)?;
-        let (clients, group) = (self.clients.clone(), task::group_id(name));
+        let (clients, group) = (self.worker.clients().clone(), task::group_id(name));
         let committed = tokio::task::spawn_blocking(move || clients.group_offsets(&group, &topics))
             .await
             .map_err(|e| WorkerError::Conflict(e.to_string()))?
@@ -55,12 +63,12 @@ impl Worker {
         ))
     }
 
-    pub(super) fn common_config(&self, spec: &ConnectorSpec) -> Result<CommonConfig, WorkerError> {
+    fn common_config(&self, spec: &ConnectorSpec) -> Result<CommonConfig, WorkerError> {
         let invalid = |error| WorkerError::Invalid {
             name: spec.name.clone(),
             error,
         };
-        self.validator.common_config(spec).map_err(invalid)
+        self.worker.validator().common_config(spec).map_err(invalid)
     }
 
     fn sink_topics(&self, spec: &ConnectorSpec) -> Result<Vec<String>, WorkerError> {
@@ -69,7 +77,10 @@ impl Worker {
 
     fn source_uses_offsets_topic(&self, spec: &ConnectorSpec) -> Result<bool, WorkerError> {
         let guarantee = self.common_config(spec)?.delivery_guarantee;
-        Ok(task::source::uses_offsets_topic(guarantee, &self.offsets))
+        Ok(task::source::uses_offsets_topic(
+            guarantee,
+            self.worker.offset_store(),
+        ))
     }
 
     /// Changes offsets (`PATCH`; an entry with a null offset resets its
@@ -80,10 +91,10 @@ impl Worker {
         name: &str,
         entries: Option<Vec<serde_json::Value>>,
     ) -> Result<bool, WorkerError> {
-        let Some((spec, kind, _)) = self.spec(name).await else {
+        let Some((spec, kind, _)) = self.worker.spec(name).await else {
             return Ok(false);
         };
-        if self.is_stopped(name).await != Some(true) {
+        if self.worker.is_stopped(name).await != Some(true) {
             return Err(WorkerError::BadRequest(format!(
                 "Connectors must be in the STOPPED state before their offsets can be modified: PUT /connectors/{name}/stop first"
             )));
@@ -112,19 +123,23 @@ impl Worker {
         if self.source_uses_offsets_topic(spec)? {
             // Tombstones for every partition the topic knows.
             let known = self
-                .clients
+                .clients()
                 .offsets_topic()
-                .read(&self.clients, name)
+                .read(self.worker.clients(), name)
                 .await
                 .map_err(|e| bad(format!("{e:#}")))?;
             let forget: Vec<_> = known.into_keys().map(|k| (k, None)).collect();
-            self.clients
+            self.worker
+                .clients()
                 .offsets_topic()
-                .write(&self.clients, name, &forget)
+                .write(self.worker.clients(), name, &forget)
                 .await
                 .map_err(|e| bad(format!("writing the offsets topic: {e:#}")))?;
         }
-        self.offsets.reset(name).map_err(|e| bad(e.to_string()))?;
+        self.worker
+            .offset_store()
+            .reset(name)
+            .map_err(|e| bad(e.to_string()))?;
         Ok(())
     }
 
@@ -153,13 +168,15 @@ impl Worker {
             changes.push((sluice_sdk::source_partition_key(partition), offset));
         }
         if self.source_uses_offsets_topic(spec)? {
-            self.clients
+            self.worker
+                .clients()
                 .offsets_topic()
-                .write(&self.clients, name, &changes)
+                .write(self.worker.clients(), name, &changes)
                 .await
                 .map_err(|e| bad(format!("writing the offsets topic: {e:#}")))?;
         }
-        self.offsets
+        self.worker
+            .offset_store()
             .alter(name, changes)
             .map_err(|e| bad(e.to_string()))?;
         Ok(())
@@ -175,7 +192,7 @@ impl Worker {
     ) -> Result<(), WorkerError> {
         let bad = WorkerError::BadRequest;
         let topics = self.sink_topics(spec)?;
-        let (clients, group) = (self.clients.clone(), task::group_id(name));
+        let (clients, group) = (self.worker.clients().clone(), task::group_id(name));
         let wanted: Vec<(String, i32, Option<i64>)> = match entries {
             None => {
                 let (c, g) = (clients.clone(), group.clone());
@@ -220,7 +237,7 @@ impl Worker {
         // A sink that keeps offsets with its data (exactly-once)
         // changes them first: they decide where its tasks resume.
         let v = self
-            .validator
+            .validator()
             .validate(spec)
             .await
             .map_err(|e| bad(e.to_string()))?;

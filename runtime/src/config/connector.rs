@@ -67,9 +67,28 @@ impl ConnectorSpec {
     }
 }
 
+/// The longest connector name: it goes into consumer group ids,
+/// transactional ids, status keys and the JDBC sink's offsets table
+/// (`VARCHAR(255)`, with a prefix).
+pub const MAX_CONNECTOR_NAME: usize = 200;
+
+/// Most tasks of one connector, and most records of one batch: a single
+/// config change must not be able to exhaust the worker's memory.
+pub const MAX_TASKS: u32 = 1024;
+pub const MAX_BATCH_RECORDS: usize = 1_000_000;
+
 pub fn validate_connector_name(name: &str) -> Result<(), ConfigError> {
     if name.trim().is_empty() {
         return Err(ConfigError::new("name", "must not be empty"));
+    }
+    if name.chars().count() > MAX_CONNECTOR_NAME {
+        return Err(ConfigError::new(
+            "name",
+            format!(
+                "has {} characters, at most {MAX_CONNECTOR_NAME}: it names the connector's consumer group, transactional ids and stored offsets",
+                name.chars().count()
+            ),
+        ));
     }
     if name.chars().any(|c| c.is_control() || c == '/') {
         return Err(ConfigError::new(
@@ -575,8 +594,11 @@ fn check_overrides(
 
 /// The common keys' values: in range, supported, consistent.
 fn check_common_keys(keys: &CommonKeys) -> Result<(), ConfigError> {
-    if keys.tasks_max == 0 {
-        return Err(ConfigError::new("tasks.max", "must be at least 1"));
+    if keys.tasks_max == 0 || keys.tasks_max > MAX_TASKS {
+        return Err(ConfigError::new(
+            "tasks.max",
+            format!("must be from 1 to {MAX_TASKS}"),
+        ));
     }
     if keys.topics_regex.is_some() {
         return Err(ConfigError::new(
@@ -613,8 +635,11 @@ fn check_common_keys(keys: &CommonKeys) -> Result<(), ConfigError> {
             ));
         }
     }
-    if keys.batch_max_records == 0 {
-        return Err(ConfigError::new("batch.max.records", "must be at least 1"));
+    if keys.batch_max_records == 0 || keys.batch_max_records > MAX_BATCH_RECORDS {
+        return Err(ConfigError::new(
+            "batch.max.records",
+            format!("must be from 1 to {MAX_BATCH_RECORDS}"),
+        ));
     }
     if keys.transaction_boundary == TransactionBoundary::Connector {
         return Err(ConfigError::new(
@@ -667,6 +692,24 @@ mod tests {
             .map(|k| k.name)
             .collect();
         assert_eq!(parsed, table);
+    }
+
+    #[test]
+    fn unbounded_sizes_and_overlong_names_are_refused() {
+        let base = |k: &str, v: &str| -> ConfigMap {
+            [("name", "s"), ("connector.class", "datagen"), (k, v)]
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        for (key, value) in [("tasks.max", "1000000"), ("batch.max.records", "100000000")] {
+            let err = CommonConfig::split(&base(key, value)).unwrap_err();
+            assert_eq!(err.key.as_deref(), Some(key), "{err}");
+        }
+        let long = "n".repeat(250);
+        let err = ConnectorSpec::from_json(&json!({"name": long, "config": {}})).unwrap_err();
+        assert_eq!(err.key.as_deref(), Some("name"), "{err}");
+        assert!(err.message.contains("at most"), "{err}");
     }
 
     #[test]

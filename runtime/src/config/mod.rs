@@ -83,11 +83,11 @@ pub(crate) fn check_topic_name(topic: &str) -> Result<(), String> {
     if topic.is_empty() || topic == "." || topic == ".." {
         return Err(format!("`{topic}` is not a valid topic name"));
     }
-    if topic.len() > 249 {
+    let length = topic.chars().count();
+    if length > 249 {
+        let start: String = topic.chars().take(20).collect();
         return Err(format!(
-            "topic names have at most 249 characters; `{}...` has {}",
-            &topic[..20],
-            topic.len()
+            "topic names have at most 249 characters; `{start}...` has {length}"
         ));
     }
     if let Some(c) = topic
@@ -103,4 +103,19 @@ pub(crate) fn check_topic_name(topic: &str) -> Result<(), String> {
 
 fn check_topic_key(key: &str, topic: &str) -> Result<(), ConfigError> {
     check_topic_name(topic).map_err(|why| ConfigError::new(key, why))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_topic_name_of_multibyte_characters_is_refused_not_a_panic() {
+        // 300 bytes but 100 characters: refused for its characters.
+        let why = check_topic_name(&"€".repeat(100)).unwrap_err();
+        assert!(why.contains("has `€`"), "{why}");
+        let why = check_topic_name(&"€".repeat(300)).unwrap_err();
+        assert!(why.contains("at most 249 characters"), "{why}");
+        assert!(why.contains("has 300"), "{why}");
+    }
 }

@@ -6,6 +6,7 @@ pub mod cli;
 pub mod client;
 pub mod config;
 pub mod dlq;
+pub mod durable;
 pub mod errors;
 pub mod herder;
 pub mod kafka;

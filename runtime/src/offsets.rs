@@ -19,6 +19,9 @@ type AllOffsets = HashMap<String, SourceOffsets>;
 pub struct OffsetStore {
     file: Option<PathBuf>,
     offsets: Mutex<AllOffsets>,
+    /// Held from a change to its write, so the file gets the changes in
+    /// the order they were made.
+    writing: Mutex<()>,
 }
 
 impl OffsetStore {
@@ -39,6 +42,7 @@ impl OffsetStore {
         Ok(Self {
             file,
             offsets: Mutex::new(offsets),
+            writing: Mutex::new(()),
         })
     }
 
@@ -102,6 +106,7 @@ impl OffsetStore {
     }
 
     fn change(&self, f: impl FnOnce(&mut AllOffsets)) -> std::io::Result<()> {
+        let _in_order = self.writing.lock().expect("writing lock");
         let snapshot = {
             let mut all = self.offsets.lock().expect("offsets lock");
             f(&mut all);
@@ -110,14 +115,7 @@ impl OffsetStore {
                 .map(|_| serde_json::to_vec_pretty(&*all).expect("offsets serialise"))
         };
         if let (Some(path), Some(bytes)) = (&self.file, snapshot) {
-            let tmp = path.with_extension("tmp");
-            {
-                use std::io::Write;
-                let mut f = std::fs::File::create(&tmp)?;
-                f.write_all(&bytes)?;
-                f.sync_all()?;
-            }
-            std::fs::rename(&tmp, path)?;
+            crate::durable::replace_file(path, &bytes)?;
         }
         Ok(())
     }
@@ -163,5 +161,40 @@ mod tests {
         std::fs::write(&path, "{").unwrap();
         let err = OffsetStore::open(Some(path)).err().unwrap();
         assert!(err.to_string().contains("corrupt"), "{err}");
+    }
+
+    #[test]
+    fn concurrent_commits_all_reach_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("offsets.json");
+        let store = std::sync::Arc::new(OffsetStore::open(Some(path.clone())).unwrap());
+        let committers: Vec<_> = (0..8)
+            .map(|t| {
+                let store = store.clone();
+                std::thread::spawn(move || {
+                    for i in 0..50 {
+                        let partition = format!("{{\"p\":{}}}", t * 1000 + i);
+                        store
+                            .commit("c", [(partition, serde_json::json!({"next": i}))].into())
+                            .unwrap();
+                    }
+                })
+            })
+            .collect();
+        for c in committers {
+            c.join().unwrap();
+        }
+        let reopened = OffsetStore::open(Some(path)).unwrap();
+        assert_eq!(
+            reopened.load("c").len(),
+            8 * 50,
+            "every commit is in the file"
+        );
+        let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .filter(|n| n != "offsets.json")
+            .collect();
+        assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
     }
 }

@@ -30,6 +30,9 @@ enum Mode {
 pub struct Herder {
     worker: Arc<Worker>,
     mode: Mode,
+    /// Held from a snapshot of the connectors to its write, so the store
+    /// gets them in the order the changes were made.
+    persisting: tokio::sync::Mutex<()>,
 }
 
 /// Why the connectors could not be restored at start-up.
@@ -59,6 +62,7 @@ impl Herder {
         Self {
             worker,
             mode: Mode::Standalone(store.map(ConfigFileStore::new)),
+            persisting: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -76,6 +80,7 @@ impl Herder {
         Ok(Self {
             worker,
             mode: Mode::Distributed(cluster),
+            persisting: tokio::sync::Mutex::new(()),
         })
     }
 
@@ -137,6 +142,7 @@ impl Herder {
     /// Writes the connectors' configs and states to the file store.
     async fn persist(&self) {
         if let Mode::Standalone(Some(store)) = &self.mode {
+            let _in_order = self.persisting.lock().await;
             store.write(&self.worker.snapshot().await);
         }
     }

@@ -17,8 +17,9 @@ impl ConfigFileStore {
         Self { path }
     }
 
-    /// Writes every connector's config and target state (atomically: a
-    /// crash leaves the old file or the new one).
+    /// Writes every connector's config and target state (atomically and
+    /// durably: a crash leaves the old file or the new one). The herder
+    /// serialises its writes.
     pub fn write(&self, connectors: &[(ConnectorSpec, TargetState)]) {
         let snapshot: BTreeMap<&str, serde_json::Value> = connectors
             .iter()
@@ -30,9 +31,7 @@ impl ConfigFileStore {
             })
             .collect();
         let bytes = serde_json::to_vec_pretty(&snapshot).expect("serialises");
-        let tmp = self.path.with_extension("tmp");
-        let written = std::fs::write(&tmp, &bytes).and_then(|_| std::fs::rename(&tmp, &self.path));
-        if let Err(e) = written {
+        if let Err(e) = crate::durable::replace_file(&self.path, &bytes) {
             tracing::error!(file = %self.path.display(), error = %e, "could not persist connector configs");
         }
     }

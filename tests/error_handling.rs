@@ -638,3 +638,149 @@ async fn a_retriable_record_is_retried_within_its_budget_then_dead_lettered() {
     assert_eq!(rows, vec![vec!["1".to_string()]]);
     env.worker.shutdown().await;
 }
+
+/// Produces a record with one header whose key is `header_key`, bytes that
+/// need not be UTF-8: Kafka's protocol allows it, no safe client API does,
+/// so it goes through librdkafka's C API.
+fn send_with_raw_header_key(bootstrap: &str, topic: &str, header_key: &[u8], value: &[u8]) {
+    use rdkafka::bindings as rd;
+    use rdkafka::producer::Producer;
+    use std::ffi::{CString, c_void};
+    let producer: rdkafka::producer::BaseProducer = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .create()
+        .unwrap();
+    let topic = CString::new(topic).unwrap();
+    let name = CString::new(header_key).unwrap();
+    let vu = |vtype, u| rd::rd_kafka_vu_t { vtype, u };
+    let vus = [
+        vu(
+            rd::rd_kafka_vtype_t::RD_KAFKA_VTYPE_TOPIC,
+            rd::rd_kafka_vu_s__bindgen_ty_1 {
+                cstr: topic.as_ptr(),
+            },
+        ),
+        vu(
+            rd::rd_kafka_vtype_t::RD_KAFKA_VTYPE_PARTITION,
+            rd::rd_kafka_vu_s__bindgen_ty_1 { i32_: 0 },
+        ),
+        vu(
+            rd::rd_kafka_vtype_t::RD_KAFKA_VTYPE_VALUE,
+            rd::rd_kafka_vu_s__bindgen_ty_1 {
+                mem: rd::rd_kafka_vu_s__bindgen_ty_1__bindgen_ty_1 {
+                    ptr: value.as_ptr() as *mut c_void,
+                    size: value.len(),
+                },
+            },
+        ),
+        vu(
+            rd::rd_kafka_vtype_t::RD_KAFKA_VTYPE_HEADER,
+            rd::rd_kafka_vu_s__bindgen_ty_1 {
+                header: rd::rd_kafka_vu_s__bindgen_ty_1__bindgen_ty_2 {
+                    name: name.as_ptr(),
+                    val: b"v".as_ptr() as *const c_void,
+                    size: 1,
+                },
+            },
+        ),
+        vu(
+            rd::rd_kafka_vtype_t::RD_KAFKA_VTYPE_MSGFLAGS,
+            rd::rd_kafka_vu_s__bindgen_ty_1 {
+                i: rd::RD_KAFKA_MSG_F_COPY,
+            },
+        ),
+    ];
+    // SAFETY: every pointer outlives the call (the value is copied).
+    let error =
+        unsafe { rd::rd_kafka_produceva(producer.client().native_ptr(), vus.as_ptr(), vus.len()) };
+    assert!(error.is_null(), "librdkafka refused the record");
+    producer.flush(Duration::from_secs(10)).unwrap();
+}
+
+/// A header key that is not UTF-8 is the header converter's failure of
+/// that one record: dead-lettered (its key made valid, the error naming
+/// the bytes) under errors.tolerance=all, never a panic of the task.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_header_key_that_is_not_utf8_is_a_converter_error_not_a_panic() {
+    let env = InProcess::start();
+    env.broker.create_topic("hdr", 1).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("hdr.db");
+    let bootstrap = env.broker.bootstrap_servers().to_string();
+    send_with_raw_header_key(
+        &bootstrap,
+        "hdr",
+        b"\xffbad",
+        br#"{"order_id": 1, "customer": "ann"}"#,
+    );
+    send(
+        &bootstrap,
+        "hdr",
+        &[br#"{"order_id": 2, "customer": "bob"}"#],
+    )
+    .await;
+    env.create(json!({"name": "hdr-sink", "config": {
+        "connector.class": "jdbc-sink", "topics": "hdr",
+        "connection.url": format!("jdbc:sqlite:{}", db.display()),
+        "insert.mode": "upsert", "pk.mode": "record_value", "pk.fields": "order_id",
+        "auto.create": "true",
+        "errors.tolerance": "all",
+        "errors.deadletterqueue.topic.name": "hdr-dlq",
+        "errors.deadletterqueue.context.headers.enable": "true",
+        "errors.deadletterqueue.topic.replication.factor": "1",
+    }}))
+    .await;
+    let rows = fixtures::eventually(Duration::from_secs(60), "the good row", || async {
+        let rows =
+            fixtures::sqlite_rows(&db, "SELECT order_id, customer FROM hdr ORDER BY order_id")
+                .await;
+        (!rows.is_empty()).then_some(rows)
+    })
+    .await;
+    assert_eq!(rows, vec![vec!["2".to_string(), "bob".into()]]);
+    let letters = fixtures::eventually(Duration::from_secs(60), "the dead letter", || {
+        let bootstrap = bootstrap.clone();
+        async move {
+            let letters =
+                tokio::task::spawn_blocking(move || fixtures::read_topic(&bootstrap, "hdr-dlq"))
+                    .await
+                    .ok()?;
+            (!letters.is_empty()).then_some(letters)
+        }
+    })
+    .await;
+    assert_eq!(letters.len(), 1);
+    let letter = &letters[0];
+    assert_eq!(
+        header(letter, "__connect.errors.stage").as_deref(),
+        Some("HEADER_CONVERTER")
+    );
+    assert_eq!(
+        header(letter, "x-dead-letter-error-class").as_deref(),
+        Some("InvalidHeaderKey")
+    );
+    let message = header(letter, "__connect.errors.exception.message").unwrap();
+    assert!(message.contains("ff 62 61 64"), "{message}");
+    assert!(
+        header(letter, "\u{fffd}bad").is_some(),
+        "the key is carried, made valid"
+    );
+    let status = env.worker.status("hdr-sink").await.unwrap();
+    assert_eq!(
+        status.tasks[0].1.state,
+        sluice_runtime::task::State::Running,
+        "{:?}",
+        status.tasks[0].1.trace
+    );
+    // A dead letter written by another producer with such a key: inspect
+    // reads it too.
+    send_with_raw_header_key(&bootstrap, "hdr-dlq", b"\xfeforeign", b"{}");
+    let clients = env.worker.clients().clone();
+    let report =
+        tokio::task::spawn_blocking(move || sluice_runtime::dlq::inspect(&clients, "hdr-dlq", 1))
+            .await
+            .expect("inspect does not panic")
+            .unwrap();
+    assert_eq!(report.total, 2);
+    env.worker.shutdown().await;
+}

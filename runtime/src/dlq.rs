@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
-use rdkafka::message::{Header as KafkaHeader, Headers, OwnedHeaders};
+use rdkafka::message::{Header as KafkaHeader, OwnedHeaders};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::{Message, Offset, TopicPartitionList};
 use serde::Serialize;
@@ -145,14 +145,13 @@ fn read_to_end(
                         continue;
                     }
                 }
-                let headers = m
-                    .headers()
-                    .map(|hs| {
-                        hs.iter()
-                            .map(|h| (h.key.to_string(), h.value.map(<[u8]>::to_vec)))
-                            .collect()
-                    })
-                    .unwrap_or_default();
+                // A key that is not UTF-8 is kept made valid: inspecting
+                // and replaying a dead letter never fails on its headers.
+                let headers = crate::kafka::read_headers(&m)
+                    .0
+                    .into_iter()
+                    .map(|h| (h.key, h.value))
+                    .collect();
                 let letter = DeadLetter {
                     partition: p,
                     offset: o,

@@ -10,9 +10,9 @@ use tokio::sync::mpsc::UnboundedReceiver;
 
 use futures::{FutureExt, StreamExt};
 use rdkafka::consumer::{CommitMode, Consumer, StreamConsumer};
-use rdkafka::message::{BorrowedMessage, Headers};
+use rdkafka::message::BorrowedMessage;
 use rdkafka::{Message, Offset, TopicPartitionList};
-use sluice_sdk::{ConnectError, Header, Record};
+use sluice_sdk::{ConnectError, Record};
 
 use super::TaskEnv;
 use crate::errors::{ErrorHandler, Stage, retry_infrastructure};
@@ -155,7 +155,7 @@ pub(crate) async fn next_batch(
     consumer: &Arc<TaskConsumer>,
     max_records: usize,
     max_wait: Duration,
-) -> Result<Vec<Record>, ConnectError> {
+) -> Result<Vec<Consumed>, ConnectError> {
     let mut batch = Vec::new();
     let mut deadline = tokio::time::Instant::now() + Duration::from_secs(1);
     let mut stream = consumer.stream();
@@ -314,25 +314,33 @@ pub(crate) async fn commit(
     }
 }
 
-pub(crate) fn to_record(m: &BorrowedMessage<'_>) -> Record {
-    let headers = m
-        .headers()
-        .map(|hs| {
-            hs.iter()
-                .map(|h| Header {
-                    key: h.key.to_string(),
-                    value: h.value.map(<[u8]>::to_vec),
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    Record {
-        topic: m.topic().to_string(),
-        partition: m.partition(),
-        offset: m.offset(),
-        timestamp: m.timestamp().to_millis(),
-        key: m.key().map(<[u8]>::to_vec),
-        value: m.payload().map(<[u8]>::to_vec),
-        headers,
+/// A consumed record, and the failure of the header converter stage if its
+/// headers could not be read as the record model needs them.
+pub(crate) struct Consumed {
+    pub record: Record,
+    pub header_error: Option<ConnectError>,
+}
+
+impl std::ops::Deref for Consumed {
+    type Target = Record;
+
+    fn deref(&self) -> &Record {
+        &self.record
+    }
+}
+
+pub(crate) fn to_record(m: &BorrowedMessage<'_>) -> Consumed {
+    let (headers, header_error) = crate::kafka::read_headers(m);
+    Consumed {
+        record: Record {
+            topic: m.topic().to_string(),
+            partition: m.partition(),
+            offset: m.offset(),
+            timestamp: m.timestamp().to_millis(),
+            key: m.key().map(<[u8]>::to_vec),
+            value: m.payload().map(<[u8]>::to_vec),
+            headers,
+        },
+        header_error,
     }
 }

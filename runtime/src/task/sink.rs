@@ -215,7 +215,7 @@ async fn write_batch(
     task: &mut dyn SinkTask,
     consumer: &Arc<TaskConsumer>,
     errors: &ErrorHandler,
-    batch: Vec<Record>,
+    batch: Vec<Consumed>,
 ) -> Result<BatchEnd, ConnectError> {
     let class = env.common.connector_class.clone();
     let guarantee = env.common.delivery_guarantee;

@@ -5,6 +5,7 @@
 use sluice_sdk::{ConnectError, Record};
 
 use super::TaskEnv;
+use super::consume::Consumed;
 use crate::errors::{ErrorHandler, Failure, Stage};
 
 /// The converter stage: is each key and value what the connector says it
@@ -12,10 +13,26 @@ use crate::errors::{ErrorHandler, Failure, Stage};
 pub(crate) async fn check_converters(
     env: &TaskEnv,
     errors: &ErrorHandler,
-    batch: Vec<Record>,
+    batch: Vec<Consumed>,
 ) -> Result<Vec<Record>, ConnectError> {
     let mut inputs = Vec::with_capacity(batch.len());
-    for r in batch {
+    for Consumed {
+        record: r,
+        header_error,
+    } in batch
+    {
+        if let Some(e) = header_error {
+            errors
+                .tolerate_or_fail(Failure {
+                    record: Some(&r),
+                    stage: Stage::HeaderConverter,
+                    component: "header-converter",
+                    error: &e,
+                    attempts: 1,
+                })
+                .await?;
+            continue;
+        }
         let checks = [
             (
                 Stage::KeyConverter,

@@ -17,8 +17,8 @@ use sluice_sdk::{ConnectError, ErrorKind, Record};
 
 use super::TaskEnv;
 use super::consume::{
-    ReleaseOnDrop, TaskConsumer, close_consumer, commit, commit_before_writing, next_batch,
-    pause_consumer, release_revocations, subscribe, task_consumer,
+    Consumed, ReleaseOnDrop, TaskConsumer, close_consumer, commit, commit_before_writing,
+    next_batch, pause_consumer, release_revocations, subscribe, task_consumer,
 };
 use super::produce::produce_batch;
 use super::stages::{check_converters, transform_all};
@@ -173,7 +173,7 @@ async fn run_loop(
 /// to read (to commit).
 type Positions = BTreeMap<(String, i32), i64>;
 
-fn batch_bounds(batch: &[sluice_sdk::Record]) -> (Positions, Positions) {
+fn batch_bounds(batch: &[Consumed]) -> (Positions, Positions) {
     let mut first = Positions::new();
     let mut next = Positions::new();
     for r in batch {

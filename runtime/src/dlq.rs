@@ -282,12 +282,27 @@ pub struct ReplayReport {
 
 /// The consumer group holding a replay's progress: one per DLQ and filter,
 /// so replays of different error classes do not hide each other's records.
+/// The stage in its canonical spelling, so `task_put` and `TASK_PUT` are
+/// one replay.
 pub fn replay_group(topic: &str, opts: &ReplayOptions) -> String {
+    let stage = opts
+        .stage
+        .as_deref()
+        .map(|s| Stage::parse(s).map_or_else(|| s.to_string(), |st| st.as_str().to_string()));
     format!(
         "sluice-dlq-replay.{topic}.{}.{}",
         opts.error_class.as_deref().unwrap_or("*"),
-        opts.stage.as_deref().unwrap_or("*")
+        stage.as_deref().unwrap_or("*")
     )
+}
+
+/// Refuses to replay into Kafka's own topics (`__consumer_offsets`,
+/// `__transaction_state`, ...) or the worker's offsets topic.
+fn check_target(clients: &KafkaClients, target: &str) -> anyhow::Result<()> {
+    if target.starts_with("__") || target == clients.offsets_topic().name {
+        anyhow::bail!("`{target}` is an internal topic; dead letters are never replayed into it");
+    }
+    Ok(())
 }
 
 /// Where the last replay of this group stopped, by partition.
@@ -388,6 +403,9 @@ pub fn replay(
     if opts.to.as_deref() == Some(topic) {
         anyhow::bail!("--to names the dead-letter queue itself");
     }
+    if let Some(to) = &opts.to {
+        check_target(clients, to)?;
+    }
     let group = replay_group(topic, opts);
     let consumer = clients.tool_consumer(&group)?;
     let producer: FutureProducer =
@@ -422,7 +440,10 @@ pub fn replay(
             if selected {
                 let target = match (&opts.to, d.origin_topic()) {
                     (Some(to), _) => to.clone(),
-                    (None, Some(origin)) => origin,
+                    (None, Some(origin)) => {
+                        check_target(clients, &origin)?;
+                        origin
+                    }
                     (None, None) => anyhow::bail!(
                         "the record at {topic}-{}@{} names no origin topic; replay it with --to",
                         d.partition,
@@ -493,5 +514,49 @@ impl InspectReport {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(stage: Option<&str>, to: Option<&str>) -> ReplayOptions {
+        ReplayOptions {
+            stage: stage.map(str::to_string),
+            to: to.map(str::to_string),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_stage_spelled_differently_is_the_same_replay() {
+        let canonical = replay_group("dlq", &options(Some("TASK_PUT"), None));
+        assert_eq!(
+            replay_group("dlq", &options(Some("task_put"), None)),
+            canonical
+        );
+        assert_eq!(
+            replay_group("dlq", &options(Some("Task_Put"), None)),
+            canonical
+        );
+    }
+
+    #[test]
+    fn internal_topics_are_refused_as_targets() {
+        let config = crate::config::WorkerConfig::from_map(&Default::default()).unwrap();
+        // Nothing is contacted before the options are checked.
+        let clients = KafkaClients::new(&config, "127.0.0.1:1".into(), None);
+        for internal in [
+            "__consumer_offsets",
+            "__transaction_state",
+            "sluice-offsets",
+        ] {
+            let err = replay(&clients, "dlq", &options(None, Some(internal))).unwrap_err();
+            assert!(
+                err.to_string().contains("internal topic"),
+                "{internal}: {err}"
+            );
+        }
     }
 }

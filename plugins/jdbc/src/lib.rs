@@ -874,6 +874,15 @@ impl JdbcSinkTask {
                 Some(&(_, slot)) => slot,
                 None => {
                     let table = self.cfg.table_for(&record.topic);
+                    // Writing there would overwrite the offsets stored with
+                    // the data (case folded, as most databases fold names).
+                    if table.eq_ignore_ascii_case(&self.cfg.offsets_table) {
+                        return Err(ConnectError::data(format!(
+                            "topic `{}` maps onto the offsets table `{table}` (offsets.table.name); route it elsewhere with table.name.format or a transform",
+                            record.topic
+                        ))
+                        .with_class("OffsetsTableTarget"));
+                    }
                     let slot = match by_table.iter().position(|(t, _)| *t == table) {
                         Some(slot) => slot,
                         None => {

@@ -204,3 +204,39 @@ fn config_errors_name_the_key() {
     let err = JdbcSinkConfig::parse(&config(dir, &[("max.retries", "3")])).unwrap_err();
     assert_eq!(err.key.as_deref(), Some("max.retries"));
 }
+
+/// A record whose topic maps onto the offsets table (`table.name.format`
+/// `${topic}`, topic `sluice_offsets`) would overwrite the stored offsets:
+/// it is a data error of that record, and the offsets stay.
+#[tokio::test]
+async fn a_topic_that_maps_onto_the_offsets_table_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    let cfg = config(
+        &db,
+        &[
+            ("insert.mode", "upsert"),
+            ("pk.mode", "record_value"),
+            ("pk.fields", "connector,topic,partition"),
+            ("auto.create", "true"),
+        ],
+    );
+    let mut t = task(&cfg).await;
+    t.begin().await.unwrap();
+    t.commit(&[PartitionOffset {
+        topic: "orders".into(),
+        partition: 0,
+        offset: 10,
+    }])
+    .await
+    .unwrap();
+    let forged = r#"{"connector": "jdbc", "topic": "orders", "partition": 0, "offset": 0}"#;
+    let err = t
+        .put(vec![record("sluice_offsets", 0, "k", forged)])
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Data);
+    assert!(err.message.contains("offsets table"), "{}", err.message);
+    let stored = t.stored_offsets(&[("orders".into(), 0)]).await.unwrap();
+    assert_eq!(stored[0].offset, 10, "the stored offset is untouched");
+}

@@ -90,6 +90,27 @@ async fn connectors_and_their_states_survive_a_restart() {
         config["topic"], topic_ref,
         "the API shows the placeholder, never the secret"
     );
+    // The task configs too: they are computed from the resolved config,
+    // but what a provider supplied is shown as its placeholder.
+    for (connector, key, placeholder) in [
+        ("gen", "topic", topic_ref.clone()),
+        ("out", "file", "${env:SLUICE_TEST_OUT_FILE}".to_string()),
+    ] {
+        let tasks: Value = http
+            .get(format!("{base}/connectors/{connector}/tasks"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(tasks[0]["config"][key], placeholder, "{tasks}");
+        let shown = tasks.to_string();
+        assert!(
+            !shown.contains(out.to_str().unwrap()),
+            "a task config shows a resolved secret: {shown}"
+        );
+    }
     assert_eq!(
         http.put(format!("{base}/connectors/out/pause"))
             .send()

@@ -74,6 +74,43 @@ impl ConfigProviders {
         Ok(out)
     }
 
+    /// Every provider reference in `config` with what it resolves to now
+    /// (references that do not resolve are left out), longest value first.
+    pub fn resolved_references(&self, config: &ConfigMap) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = Vec::new();
+        for value in config.values() {
+            let mut rest = value.as_str();
+            while let Some(start) = rest.find("${") {
+                let Some(len) = rest[start..].find('}') else {
+                    break;
+                };
+                let reference = &rest[start..start + len + 1];
+                if let Ok(resolved) = self.resolve_value(reference)
+                    && resolved != reference
+                    && !resolved.is_empty()
+                    && !out.iter().any(|(r, _)| r == reference)
+                {
+                    out.push((reference.to_string(), resolved));
+                }
+                rest = &rest[start + len + 1..];
+            }
+        }
+        // A value inside another is replaced after it.
+        out.sort_by_key(|(_, v)| std::cmp::Reverse(v.len()));
+        out
+    }
+
+    /// `text` with every value a provider supplied for `config` shown as its
+    /// reference: what the API shows of resolved configs and of errors
+    /// about them, so a secret never leaves the worker.
+    pub fn conceal(&self, config: &ConfigMap, text: &str) -> String {
+        let mut out = text.to_string();
+        for (reference, value) in self.resolved_references(config) {
+            out = out.replace(&value, &reference);
+        }
+        out
+    }
+
     fn resolve_value(&self, value: &str) -> Result<String, String> {
         let mut out = String::with_capacity(value.len());
         let mut rest = value;

@@ -139,9 +139,30 @@ impl Validator {
         })
     }
 
+    /// `config` (computed from `spec`'s resolved config, as task configs
+    /// are) with what config providers supplied shown as their references.
+    pub fn conceal(&self, spec: &ConnectorSpec, config: &ConfigMap) -> ConfigMap {
+        if self.providers.is_empty() {
+            return config.clone();
+        }
+        config
+            .iter()
+            .map(|(k, v)| (k.clone(), self.providers.conceal(&spec.config, v)))
+            .collect()
+    }
+
+    /// Every check short of running (see [`Validator::check`]); an error
+    /// never shows a value a config provider supplied.
+    pub async fn validate(&self, spec: &ConnectorSpec) -> Result<ValidatedConnector, ConfigError> {
+        self.check(spec).await.map_err(|mut e| {
+            e.message = self.providers.conceal(&spec.config, &e.message);
+            e
+        })
+    }
+
     /// Every check short of running: common keys, the plugin's own keys,
     /// topics, and every WASM module loaded and checked against the WIT.
-    pub async fn validate(&self, spec: &ConnectorSpec) -> Result<ValidatedConnector, ConfigError> {
+    async fn check(&self, spec: &ConnectorSpec) -> Result<ValidatedConnector, ConfigError> {
         // Tasks see resolved values; the stored config keeps its placeholders.
         let resolved = self.providers.resolve(&spec.config)?;
         let (mut common, plugin_config) = CommonConfig::split(&resolved)?;
@@ -356,4 +377,45 @@ pub fn definitions(plugin: &Plugin) -> Vec<Value> {
             "group": "Connector", "order_in_group": i + 1, "width": "NONE", "display_name": name, "dependents": []}));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An error about a value a provider supplied shows the reference, not
+    /// the value (the plugin's own error echoes what it was given).
+    #[tokio::test]
+    async fn an_invalid_config_never_echoes_a_provider_value() {
+        // SAFETY: a variable only this test reads.
+        unsafe { std::env::set_var("SLUICE_TEST_SECRET_COUNT", "hunter2-secret") };
+        let providers = ConfigProviders::from_worker(
+            &[
+                ("config.providers".to_string(), "env".to_string()),
+                (
+                    "config.providers.env.class".to_string(),
+                    "org.apache.kafka.common.config.provider.EnvVarConfigProvider".to_string(),
+                ),
+            ]
+            .into(),
+        )
+        .unwrap();
+        let validator =
+            Validator::build(&[], None, providers, None, &crate::metrics::Metrics::new()).unwrap();
+        let spec = ConnectorSpec::from_json(&json!({"name": "g", "config": {
+            "connector.class": "datagen", "topic": "t", "count": "${env:SLUICE_TEST_SECRET_COUNT}"
+        }}))
+        .unwrap();
+        let unconcealed = validator.check(&spec).await.err().unwrap();
+        assert!(
+            unconcealed.message.contains("hunter2-secret"),
+            "the plugin echoes the value: {unconcealed}"
+        );
+        let shown = validator.validate(&spec).await.err().unwrap();
+        assert!(!shown.message.contains("hunter2-secret"), "{shown}");
+        assert!(
+            shown.message.contains("${env:SLUICE_TEST_SECRET_COUNT}"),
+            "{shown}"
+        );
+    }
 }

@@ -369,7 +369,10 @@ pub(super) async fn get_tasks(
     Ok(Json(Value::Array(
         tasks
             .iter()
-            .map(|(id, config)| json!({"id": {"connector": spec.name, "task": id}, "config": crate::config::redact(config)}))
+            .map(|(id, config)| {
+                let shown = crate::config::redact(&herder.validator().conceal(&spec, config));
+                json!({"id": {"connector": spec.name, "task": id}, "config": shown})
+            })
             .collect(),
     )))
 }

@@ -9,10 +9,16 @@ use std::path::Path;
 
 use sluice_sdk::{ConfigError, ConfigMap};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 enum Kind {
-    Env,
-    File,
+    /// `param.allowlist.pattern` (Kafka Connect's KIP-887): only variables
+    /// whose whole name matches may be read.
+    Env { allowlist: Option<regex::Regex> },
+    /// `param.allowed.paths` (KIP-993): only files under these directories
+    /// may be read.
+    File {
+        allowed: Option<Vec<std::path::PathBuf>>,
+    },
 }
 
 /// The providers a worker enables, by the alias configs use.
@@ -36,9 +42,51 @@ impl ConfigProviders {
                     "is required for each provider in config.providers",
                 )
             })?;
+            let param = |name: &str| keys.get(&format!("config.providers.{alias}.param.{name}"));
+            let known_params: &[&str] = match class.rsplit('.').next().unwrap_or(class) {
+                "EnvVarConfigProvider" => &["allowlist.pattern"],
+                "FileConfigProvider" => &["allowed.paths"],
+                _ => &[],
+            };
+            let param_prefix = format!("config.providers.{alias}.param.");
+            if let Some(unknown) = keys.keys().find(|k| {
+                k.strip_prefix(&param_prefix)
+                    .is_some_and(|p| !known_params.contains(&p))
+            }) {
+                return Err(ConfigError::new(
+                    unknown.clone(),
+                    format!(
+                        "is not a parameter of this provider; known: {}",
+                        known_params.join(", ")
+                    ),
+                ));
+            }
             let kind = match class.rsplit('.').next().unwrap_or(class) {
-                "EnvVarConfigProvider" => Kind::Env,
-                "FileConfigProvider" => Kind::File,
+                "EnvVarConfigProvider" => Kind::Env {
+                    allowlist: match param("allowlist.pattern") {
+                        Some(p) => Some(regex::Regex::new(&format!("^(?:{p})$")).map_err(|e| {
+                            ConfigError::new(
+                                format!("{param_prefix}allowlist.pattern"),
+                                e.to_string(),
+                            )
+                        })?),
+                        None => None,
+                    },
+                },
+                "FileConfigProvider" => Kind::File {
+                    allowed: param("allowed.paths").map(|paths| {
+                        paths
+                            .split(',')
+                            .map(str::trim)
+                            .filter(|p| !p.is_empty())
+                            .map(|p| {
+                                std::path::Path::new(p)
+                                    .canonicalize()
+                                    .unwrap_or_else(|_| p.into())
+                            })
+                            .collect()
+                    }),
+                },
                 other => {
                     return Err(ConfigError::new(
                         key,
@@ -131,17 +179,35 @@ impl ConfigProviders {
                     // Not a provider reference (e.g. `${topic}`): keep it.
                     out.push_str(&rest[start..start + len + 1]);
                 }
-                Some(Kind::Env) => {
+                Some(Kind::Env { allowlist }) => {
+                    if let Some(allow) = allowlist
+                        && !allow.is_match(reference)
+                    {
+                        return Err(format!(
+                            "environment variable `{reference}` is not allowed by config.providers.{alias}.param.allowlist.pattern"
+                        ));
+                    }
                     out.push_str(
                         &std::env::var(reference).map_err(|_| {
                             format!("environment variable `{reference}` is not set")
                         })?,
                     );
                 }
-                Some(Kind::File) => {
+                Some(Kind::File { allowed }) => {
                     let (path, key) = reference.rsplit_once(':').ok_or_else(|| {
                         format!("`${{{inner}}}` must be ${{{alias}:/path/to/file:key}}")
                     })?;
+                    if let Some(allowed) = allowed {
+                        // Resolved first, so `..` and links cannot leave them.
+                        let real = Path::new(path)
+                            .canonicalize()
+                            .map_err(|e| format!("cannot read {path}: {e}"))?;
+                        if !allowed.iter().any(|dir| real.starts_with(dir)) {
+                            return Err(format!(
+                                "{path} is not under config.providers.{alias}.param.allowed.paths"
+                            ));
+                        }
+                    }
                     out.push_str(&read_property(Path::new(path), key)?);
                 }
             }
@@ -225,5 +291,74 @@ mod tests {
         let err = p.resolve(&missing).unwrap_err();
         assert_eq!(err.key.as_deref(), Some("connection.user"));
         assert!(err.message.contains("no key `nobody`"), "{err}");
+    }
+
+    #[test]
+    fn allow_lists_confine_what_providers_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let allowed = dir.path().join("allowed");
+        std::fs::create_dir(&allowed).unwrap();
+        std::fs::write(allowed.join("db.properties"), "password=ok\n").unwrap();
+        std::fs::write(dir.path().join("other.properties"), "password=no\n").unwrap();
+        // SAFETY: variables only this test reads.
+        unsafe {
+            std::env::set_var("SLUICE_TEST_ALLOWED_VAR", "fine");
+            std::env::set_var("SLUICE_TEST_OTHER_VAR", "leak");
+        }
+        let worker: ConfigMap = [
+            ("config.providers", "env,file".to_string()),
+            (
+                "config.providers.env.class",
+                "org.apache.kafka.common.config.provider.EnvVarConfigProvider".to_string(),
+            ),
+            (
+                "config.providers.env.param.allowlist.pattern",
+                "SLUICE_TEST_ALLOWED_.*".to_string(),
+            ),
+            (
+                "config.providers.file.class",
+                "org.apache.kafka.common.config.provider.FileConfigProvider".to_string(),
+            ),
+            (
+                "config.providers.file.param.allowed.paths",
+                allowed.display().to_string(),
+            ),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        let p = ConfigProviders::from_worker(&worker).unwrap();
+        let one = |v: String| -> Result<String, ConfigError> {
+            p.resolve(&[("k".to_string(), v)].into())
+                .map(|m| m["k"].clone())
+        };
+        assert_eq!(
+            one("${env:SLUICE_TEST_ALLOWED_VAR}".into()).unwrap(),
+            "fine"
+        );
+        let err = one("${env:SLUICE_TEST_OTHER_VAR}".into()).unwrap_err();
+        assert!(err.message.contains("allowlist.pattern"), "{err}");
+        let inside = allowed.join("db.properties");
+        assert_eq!(
+            one(format!("${{file:{}:password}}", inside.display())).unwrap(),
+            "ok"
+        );
+        let outside = dir.path().join("other.properties");
+        let err = one(format!("${{file:{}:password}}", outside.display())).unwrap_err();
+        assert!(err.message.contains("allowed.paths"), "{err}");
+        // `..` does not leave the allowed directory.
+        let escape = allowed.join("..").join("other.properties");
+        let err = one(format!("${{file:{}:password}}", escape.display())).unwrap_err();
+        assert!(err.message.contains("allowed.paths"), "{err}");
+        let mut unknown = worker.clone();
+        unknown.insert(
+            "config.providers.file.param.allowed.path".into(),
+            "/x".into(),
+        );
+        let err = ConfigProviders::from_worker(&unknown).unwrap_err();
+        assert_eq!(
+            err.key.as_deref(),
+            Some("config.providers.file.param.allowed.path")
+        );
     }
 }

@@ -307,3 +307,42 @@ async fn metrics_count_what_flowed_and_lag_falls_to_zero() {
         "task spans carry the connector"
     );
 }
+
+/// A task's failure counters exist at zero from its start, so dashboards
+/// and `rate()` work before the first failure: commit failures, retries at
+/// every stage and, for an exactly-once source, each transaction outcome.
+#[tokio::test(flavor = "multi_thread")]
+async fn failure_counters_are_exported_at_zero_from_the_start() {
+    let env = fixtures::InProcess::start();
+    env.broker.create_topic("zero-orders", 1).await.unwrap();
+    env.create(json!({"name": "zero", "config": {
+        "connector.class": "datagen", "topic": "zero-orders", "count": "10", "rate": "0",
+        "delivery.guarantee": "exactly-once",
+    }}))
+    .await;
+    fixtures::eventually(Duration::from_secs(60), "the task running", || async {
+        let s = env.worker.status("zero").await?;
+        (s.tasks.first()?.1.state == sluice_runtime::task::State::Running).then_some(())
+    })
+    .await;
+    let metrics = env.worker.metrics().render();
+    let zero = |line: &str| {
+        assert!(
+            metrics.lines().any(|l| l == line),
+            "missing `{line}` in:\n{}",
+            series(&metrics, "sluice_commit_failures_total").join("\n")
+        )
+    };
+    zero(r#"sluice_commit_failures_total{connector="zero",task="0"} 0"#);
+    for stage in ["TASK_POLL", "KAFKA_PRODUCE", "TRANSFORMATION"] {
+        zero(&format!(
+            r#"sluice_retries_total{{connector="zero",stage="{stage}",task="0"}} 0"#
+        ));
+    }
+    for outcome in ["aborted", "ambiguous", "fenced"] {
+        zero(&format!(
+            r#"sluice_transactions_total{{connector="zero",outcome="{outcome}",task="0"}} 0"#
+        ));
+    }
+    env.worker.shutdown().await;
+}

@@ -23,6 +23,9 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 /// Retries of a retriable error of one call before it counts as failed.
 const CALL_ATTEMPTS: u32 = 5;
 
+/// The outcomes `sluice_transactions_total` counts.
+pub const OUTCOMES: [&str; 4] = ["committed", "aborted", "ambiguous", "fenced"];
+
 /// Why a transaction did not commit, and so what the task does next.
 #[derive(Debug)]
 pub enum TxnFailure {
@@ -133,7 +136,7 @@ impl TransactionalProducer {
         &self.transactional_id
     }
 
-    fn count(&self, outcome: &str) {
+    fn count(&self, outcome: &'static str) {
         self.metrics
             .transactions
             .with_label_values(&[self.labels[0].as_str(), self.labels[1].as_str(), outcome])

@@ -114,9 +114,25 @@ pub struct TaskMetrics {
 }
 
 impl TaskMetrics {
-    pub fn new(metrics: &Metrics, connector: &str, task: u32) -> Self {
+    /// Also creates the task's failure counters at zero (commit failures,
+    /// retries at every stage, and with `transactions` each transaction
+    /// outcome), so dashboards and `rate()` work before the first failure.
+    pub fn new(metrics: &Metrics, connector: &str, task: u32, transactions: bool) -> Self {
         let labels = [connector.to_string(), task.to_string()];
         let pair = [labels[0].as_str(), labels[1].as_str()];
+        metrics.commit_failures.with_label_values(&pair);
+        for stage in crate::errors::Stage::ALL {
+            metrics
+                .retries
+                .with_label_values(&[pair[0], pair[1], stage.as_str()]);
+        }
+        if transactions {
+            for outcome in crate::kafka::transaction::OUTCOMES {
+                metrics
+                    .transactions
+                    .with_label_values(&[pair[0], pair[1], outcome]);
+            }
+        }
         Self {
             batch_size: metrics.batch_size.with_label_values(&pair),
             batch_seconds: metrics.batch_seconds.with_label_values(&pair),

@@ -91,7 +91,13 @@ impl Worker {
             common: v.common.clone(),
             clients: self.clients.clone(),
             metrics: self.metrics.clone(),
-            task_metrics: task::TaskMetrics::new(&self.metrics, &name, id),
+            task_metrics: task::TaskMetrics::new(
+                &self.metrics,
+                &name,
+                id,
+                v.common.delivery_guarantee == crate::config::DeliveryGuarantee::ExactlyOnce
+                    && !matches!(v.plugin, Plugin::Sink(_)),
+            ),
             cancel: cancel.clone(),
             chain: std::sync::Mutex::new(None),
             chain_updates: shared.chain,

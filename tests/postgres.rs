@@ -165,3 +165,96 @@ async fn upserts_into_postgres_with_casts_quoting_and_auto_create() {
             .unwrap();
     }
 }
+
+/// A record too large for the table's index (PostgreSQL 54000, "index row
+/// size exceeds btree maximum") is a data error of that record: under
+/// errors.tolerance=all it is dead-lettered and the others are written,
+/// rather than failing the task as a database error.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_record_over_a_database_limit_is_dead_lettered_not_fatal() {
+    let Some(url) = postgres_url() else { return };
+    let pool = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(2)
+        .connect(&url)
+        .await
+        .unwrap();
+    let table = format!("limits_{}", std::process::id());
+    sqlx::query(&format!(r#"DROP TABLE IF EXISTS "{table}""#))
+        .execute(&pool)
+        .await
+        .unwrap();
+    sqlx::query(&format!(
+        r#"CREATE TABLE "{table}" (id BIGINT PRIMARY KEY, code TEXT UNIQUE)"#
+    ))
+    .execute(&pool)
+    .await
+    .unwrap();
+    let env = InProcess::start();
+    env.broker.create_topic(&table, 1).await.unwrap();
+    // Hex of a pseudo-random sequence: too large for a btree entry even
+    // compressed.
+    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+    let huge: String = (0..6000)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            format!("{:02x}", state as u8)
+        })
+        .collect();
+    let records = [
+        format!(r#"{{"id": 1, "code": "{huge}"}}"#),
+        r#"{"id": 2, "code": "small"}"#.to_string(),
+    ];
+    let refs: Vec<(Option<&str>, &[u8])> = records.iter().map(|r| (None, r.as_bytes())).collect();
+    fixtures::produce(env.broker.bootstrap_servers(), &table, &refs).await;
+    env.create(json!({"name": "pg-limits", "config": {
+        "connector.class": "jdbc-sink", "topics": table,
+        "connection.url": url,
+        "insert.mode": "upsert", "pk.mode": "record_value", "pk.fields": "id",
+        "errors.tolerance": "all",
+        "errors.deadletterqueue.topic.name": "pg-limits-dlq",
+        "errors.deadletterqueue.topic.replication.factor": "1",
+    }}))
+    .await;
+    let rows = fixtures::eventually(Duration::from_secs(60), "the small row", || async {
+        if let Some(s) = env.worker.status("pg-limits").await
+            && let Some((_, t)) = s.tasks.first()
+            && t.state == sluice_runtime::task::State::Failed
+        {
+            panic!("the task failed: {:?}", t.trace);
+        }
+        let rows: Vec<i64> = sqlx::query(&format!(r#"SELECT id FROM "{table}" ORDER BY id"#))
+            .fetch_all(&pool)
+            .await
+            .ok()?
+            .iter()
+            .map(|r| r.get::<i64, _>(0))
+            .collect();
+        (!rows.is_empty()).then_some(rows)
+    })
+    .await;
+    assert_eq!(rows, vec![2]);
+    let bootstrap = env.broker.bootstrap_servers().to_string();
+    let letters = fixtures::eventually(Duration::from_secs(60), "the dead letter", || {
+        let bootstrap = bootstrap.clone();
+        async move {
+            let letters = tokio::task::spawn_blocking(move || {
+                fixtures::read_topic(&bootstrap, "pg-limits-dlq")
+            })
+            .await
+            .ok()?;
+            (!letters.is_empty()).then_some(letters)
+        }
+    })
+    .await;
+    assert_eq!(letters.len(), 1);
+    let status = env.worker.status("pg-limits").await.unwrap();
+    assert_eq!(
+        status.tasks[0].1.state,
+        sluice_runtime::task::State::Running,
+        "{:?}",
+        status.tasks[0].1.trace
+    );
+    env.worker.shutdown().await;
+}

@@ -624,6 +624,11 @@ pub fn classify(context: String, e: sqlx::Error) -> ConnectError {
                 | DbKind::CheckViolation => Kind::Data,
                 _ if mysql.is_some() => classify_mysql(mysql.expect("checked").number()),
                 _ if code.starts_with("22") || code.starts_with("23") => Kind::Data,
+                // Limits one record's value can exceed: an index row too
+                // large (54000), too many columns (54011), a field name
+                // that, truncated to the identifier limit, clashes with a
+                // column already added (42701).
+                _ if matches!(code.as_str(), "54000" | "54011" | "42701") => Kind::Data,
                 _ if code.starts_with("08")
                     || code.starts_with("53")
                     || code.starts_with("57P")
@@ -674,6 +679,8 @@ fn classify_mysql(number: u16) -> sluice_sdk::ErrorKind {
         // long, bad value for a column, truncated.
         1062 | 1048 | 1216 | 1217 | 1451 | 1452 | 3819 | 4025 | 1264 | 1406 | 1366 | 1292
         | 1265 => Kind::Data,
+        // Invalid JSON for a JSON column, a row too large for the table.
+        3140 | 1118 => Kind::Data,
         // Lock wait timeout, deadlock, too many connections, server gone,
         // shutdown in progress, lost connection.
         1205 | 1213 | 1040 | 2006 | 2013 | 1053 | 1927 => Kind::Retriable,

@@ -148,15 +148,26 @@ impl ConfigProviders {
         out
     }
 
-    /// `text` with every value a provider supplied for `config` shown as its
-    /// reference: what the API shows of resolved configs and of errors
-    /// about them, so a secret never leaves the worker.
-    pub fn conceal(&self, config: &ConfigMap, text: &str) -> String {
-        let mut out = text.to_string();
-        for (reference, value) in self.resolved_references(config) {
-            out = out.replace(&value, &reference);
-        }
-        out
+    /// `texts` with every value a provider supplied for `config` shown as
+    /// its reference: what the API shows of resolved configs and of errors
+    /// about them, so a secret never leaves the worker. The references are
+    /// resolved (files read) once for all of them.
+    pub fn conceal<'a>(
+        &self,
+        config: &ConfigMap,
+        texts: impl IntoIterator<Item = &'a str>,
+    ) -> Vec<String> {
+        let references = self.resolved_references(config);
+        texts
+            .into_iter()
+            .map(|text| {
+                references
+                    .iter()
+                    .fold(text.to_string(), |out, (reference, value)| {
+                        out.replace(value, reference)
+                    })
+            })
+            .collect()
     }
 
     fn resolve_value(&self, value: &str) -> Result<String, String> {

@@ -145,17 +145,20 @@ impl Validator {
         if self.providers.is_empty() {
             return config.clone();
         }
-        config
-            .iter()
-            .map(|(k, v)| (k.clone(), self.providers.conceal(&spec.config, v)))
-            .collect()
+        let shown = self
+            .providers
+            .conceal(&spec.config, config.values().map(String::as_str));
+        config.keys().cloned().zip(shown).collect()
     }
 
     /// Every check short of running (see [`Validator::check`]); an error
     /// never shows a value a config provider supplied.
     pub async fn validate(&self, spec: &ConnectorSpec) -> Result<ValidatedConnector, ConfigError> {
         self.check(spec).await.map_err(|mut e| {
-            e.message = self.providers.conceal(&spec.config, &e.message);
+            e.message = self
+                .providers
+                .conceal(&spec.config, [e.message.as_str()])
+                .remove(0);
             e
         })
     }

@@ -103,3 +103,12 @@ impl ConnectError {
         out
     }
 }
+
+/// What a caught panic says: its message if it carries one.
+pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "unknown panic".into())
+}

@@ -25,5 +25,5 @@ pub use connector::{
     ConnectorType, PartitionOffset, PluginInfo, SinkConnector, SinkTask, SourceConnector,
     SourceOffsets, SourceRecord, SourceTask, TaskContext, source_partition_key,
 };
-pub use error::{ConnectError, ErrorKind};
+pub use error::{ConnectError, ErrorKind, panic_message};
 pub use record::{Header, Record};

@@ -137,11 +137,7 @@ pub fn guard(f: impl FnOnce() -> Result<(), ConnectError>) -> Status {
         Ok(Ok(())) => Status::ok(),
         Ok(Err(e)) => Status::from_error(&e),
         Err(panic) => {
-            let message = panic
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_else(|| "unknown panic".into());
+            let message = crate::panic_message(panic.as_ref());
             Status::from_error(
                 &ConnectError::fatal(format!("the plugin panicked: {message}"))
                     .with_class("PluginPanic"),

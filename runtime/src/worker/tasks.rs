@@ -220,11 +220,7 @@ async fn supervised(
             status.set(State::Failed, Some(trace));
         }
         Err(panic) => {
-            let message = panic
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_else(|| "unknown panic".into());
+            let message = sluice_sdk::panic_message(panic.as_ref());
             tracing::error!(panic = %message, "task panicked");
             status.set(State::Failed, Some(format!("task panicked: {message}")));
         }

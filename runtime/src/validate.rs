@@ -116,10 +116,6 @@ impl Validator {
         &self.registry
     }
 
-    pub fn wasm(&self) -> &WasmHost {
-        &self.wasm
-    }
-
     pub fn has_transforms_library(&self) -> bool {
         self.transforms_library.as_ref().is_some_and(|p| p.exists())
     }

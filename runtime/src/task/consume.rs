@@ -305,11 +305,7 @@ pub(crate) async fn commit(
     if let Err(e) = commit_offsets(consumer, next).await {
         // The records are written; without the commit they are read again
         // after a restart or rebalance, which the idempotent sink absorbs.
-        let [c, t] = env.labels();
-        env.metrics
-            .commit_failures
-            .with_label_values(&[c.as_str(), t.as_str()])
-            .inc();
+        env.task_metrics.commit_failures.inc();
         tracing::warn!(error = %e, "committing offsets failed; the records will be delivered again");
     }
 }

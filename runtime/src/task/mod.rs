@@ -108,6 +108,7 @@ pub struct TaskMetrics {
     pub batch_size: prometheus::Histogram,
     pub batch_seconds: prometheus::Histogram,
     pub transform_seconds: prometheus::Histogram,
+    pub commit_failures: prometheus::IntCounter,
     /// `sluice_records_total` by (stage, outcome), resolved at first use:
     /// each task kind counts a few of them.
     records: Mutex<Vec<((&'static str, &'static str), prometheus::IntCounter)>>,
@@ -120,7 +121,6 @@ impl TaskMetrics {
     pub fn new(metrics: &Metrics, connector: &str, task: u32, transactions: bool) -> Self {
         let labels = [connector.to_string(), task.to_string()];
         let pair = [labels[0].as_str(), labels[1].as_str()];
-        metrics.commit_failures.with_label_values(&pair);
         for stage in crate::errors::Stage::ALL {
             metrics
                 .retries
@@ -137,6 +137,7 @@ impl TaskMetrics {
             batch_size: metrics.batch_size.with_label_values(&pair),
             batch_seconds: metrics.batch_seconds.with_label_values(&pair),
             transform_seconds: metrics.transform_seconds.with_label_values(&pair),
+            commit_failures: metrics.commit_failures.with_label_values(&pair),
             records: Mutex::new(Vec::new()),
             all: metrics.clone(),
             labels,

@@ -25,19 +25,21 @@ pub const REPLAY_HEADER: &str = "x-sluice-replay";
 pub const REPLAY_COUNT_HEADER: &str = "x-sluice-replay-count";
 const TIMEOUT: Duration = Duration::from_secs(10);
 
-/// One record read from a DLQ, with its dead-letter context.
+/// One record read from a DLQ, with its dead-letter context. Public for
+/// the fuzz targets (`fuzz/`), not an API.
+#[doc(hidden)]
 #[derive(Debug, Clone)]
-struct DeadLetter {
-    partition: i32,
-    offset: i64,
-    key: Option<Vec<u8>>,
-    value: Option<Vec<u8>>,
-    timestamp: Option<i64>,
-    headers: Vec<(String, Option<Vec<u8>>)>,
+pub struct DeadLetter {
+    pub partition: i32,
+    pub offset: i64,
+    pub key: Option<Vec<u8>>,
+    pub value: Option<Vec<u8>>,
+    pub timestamp: Option<i64>,
+    pub headers: Vec<(String, Option<Vec<u8>>)>,
 }
 
 impl DeadLetter {
-    fn header(&self, key: &str) -> Option<String> {
+    pub fn header(&self, key: &str) -> Option<String> {
         self.headers
             .iter()
             .rev()
@@ -46,25 +48,25 @@ impl DeadLetter {
             .map(|v| String::from_utf8_lossy(v).into_owned())
     }
 
-    fn origin_topic(&self) -> Option<String> {
+    pub fn origin_topic(&self) -> Option<String> {
         self.header("x-dead-letter-origin-topic")
             .or_else(|| self.header("__connect.errors.topic"))
             .filter(|t| !t.is_empty())
     }
 
-    fn error_class(&self) -> String {
+    pub fn error_class(&self) -> String {
         self.header("x-dead-letter-error-class")
             .or_else(|| self.header("__connect.errors.exception.class.name"))
             .unwrap_or_else(|| "unknown".into())
     }
 
-    fn stage(&self) -> String {
+    pub fn stage(&self) -> String {
         self.header("x-dead-letter-stage")
             .or_else(|| self.header("__connect.errors.stage"))
             .unwrap_or_else(|| "unknown".into())
     }
 
-    fn replay_count(&self) -> u32 {
+    pub fn replay_count(&self) -> u32 {
         self.header(REPLAY_COUNT_HEADER)
             .and_then(|c| c.parse().ok())
             .unwrap_or(0)
@@ -72,7 +74,7 @@ impl DeadLetter {
 
     /// The original headers: without the dead-letter context, nor an
     /// earlier replay's marks.
-    fn original_headers(&self) -> impl Iterator<Item = &(String, Option<Vec<u8>>)> {
+    pub fn original_headers(&self) -> impl Iterator<Item = &(String, Option<Vec<u8>>)> {
         self.headers.iter().filter(|(k, _)| {
             !k.starts_with("x-dead-letter-")
                 && !k.starts_with("__connect.errors.")
@@ -357,7 +359,8 @@ fn commit_progress(
 
 /// A dead letter as it goes back: its original headers, plus which replay
 /// sent it and how many times it has been replayed.
-fn replayed_record<'a>(
+#[doc(hidden)]
+pub fn replayed_record<'a>(
     d: &'a DeadLetter,
     target: &'a str,
     group: &'a str,

@@ -8,7 +8,9 @@
 
 mod db;
 mod dialect;
-mod value;
+// Public for the fuzz targets (`fuzz/`), not an API.
+#[doc(hidden)]
+pub mod value;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;

@@ -9,6 +9,9 @@ pub mod distributed;
 mod offsets;
 pub mod standalone;
 
+#[doc(hidden)]
+pub use offsets::{sink_offset_changes, source_offset_changes};
+
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -152,21 +152,7 @@ impl Herder {
         entries: Vec<serde_json::Value>,
     ) -> Result<(), WorkerError> {
         let bad = WorkerError::BadRequest;
-        let mut changes = Vec::new();
-        for e in entries {
-            let partition = e
-                .get("partition")
-                .filter(|p| p.is_object())
-                .ok_or_else(|| bad(format!("each entry needs a `partition` object: {e}")))?;
-            let offset = match e.get("offset") {
-                None | Some(serde_json::Value::Null) => None,
-                Some(o) if o.is_object() => Some(o.clone()),
-                Some(o) => {
-                    return Err(bad(format!("`offset` must be an object or null, got {o}")));
-                }
-            };
-            changes.push((sluice_sdk::source_partition_key(partition), offset));
-        }
+        let changes = source_offset_changes(entries)?;
         if self.source_uses_offsets_topic(spec)? {
             self.worker
                 .clients()
@@ -204,35 +190,7 @@ impl Herder {
                     .map(|(t, p, _)| (t, p, None))
                     .collect()
             }
-            Some(entries) => {
-                let mut out = Vec::new();
-                for e in entries {
-                    let topic = e["partition"]["kafka_topic"].as_str().ok_or_else(|| {
-                        bad(format!("each entry needs partition.kafka_topic: {e}"))
-                    })?;
-                    let partition =
-                        e["partition"]["kafka_partition"].as_i64().ok_or_else(|| {
-                            bad(format!("each entry needs partition.kafka_partition: {e}"))
-                        })?;
-                    if !topics.iter().any(|t| t == topic) {
-                        return Err(bad(format!(
-                            "`{topic}` is not one of the connector's topics"
-                        )));
-                    }
-                    let offset = match &e["offset"] {
-                        serde_json::Value::Null => None,
-                        o => Some(o["kafka_offset"].as_i64().filter(|n| *n >= 0).ok_or_else(
-                            || {
-                                bad(format!(
-                                    "offset.kafka_offset must be a non-negative number: {e}"
-                                ))
-                            },
-                        )?),
-                    };
-                    out.push((topic.to_string(), partition as i32, offset));
-                }
-                out
-            }
+            Some(entries) => sink_offset_changes(entries, &topics)?,
         };
         // A sink that keeps offsets with its data (exactly-once)
         // changes them first: they decide where its tasks resume.
@@ -257,4 +215,70 @@ impl Herder {
             .map_err(|e| bad(format!("committing the offsets: {e:#}")))?;
         Ok(())
     }
+}
+
+/// A source's PATCH entries, `{partition, offset}`, as offset store changes
+/// (a null offset forgets its partition). Public for the fuzz targets
+/// (`fuzz/`), not an API.
+#[doc(hidden)]
+pub fn source_offset_changes(
+    entries: Vec<serde_json::Value>,
+) -> Result<Vec<(String, Option<serde_json::Value>)>, WorkerError> {
+    let bad = WorkerError::BadRequest;
+    let mut changes = Vec::new();
+    for e in entries {
+        let partition = e
+            .get("partition")
+            .filter(|p| p.is_object())
+            .ok_or_else(|| bad(format!("each entry needs a `partition` object: {e}")))?;
+        let offset = match e.get("offset") {
+            None | Some(serde_json::Value::Null) => None,
+            Some(o) if o.is_object() => Some(o.clone()),
+            Some(o) => {
+                return Err(bad(format!("`offset` must be an object or null, got {o}")));
+            }
+        };
+        changes.push((sluice_sdk::source_partition_key(partition), offset));
+    }
+    Ok(changes)
+}
+
+/// A sink's PATCH entries, `{partition: {kafka_topic, kafka_partition},
+/// offset: {kafka_offset} | null}`, for the connector's `topics`. Public for
+/// the fuzz targets (`fuzz/`), not an API.
+#[doc(hidden)]
+pub fn sink_offset_changes(
+    entries: Vec<serde_json::Value>,
+    topics: &[String],
+) -> Result<Vec<(String, i32, Option<i64>)>, WorkerError> {
+    let bad = WorkerError::BadRequest;
+    let mut out = Vec::new();
+    for e in entries {
+        let topic = e["partition"]["kafka_topic"]
+            .as_str()
+            .ok_or_else(|| bad(format!("each entry needs partition.kafka_topic: {e}")))?;
+        let partition = e["partition"]["kafka_partition"]
+            .as_i64()
+            .ok_or_else(|| bad(format!("each entry needs partition.kafka_partition: {e}")))?;
+        if !topics.iter().any(|t| t == topic) {
+            return Err(bad(format!(
+                "`{topic}` is not one of the connector's topics"
+            )));
+        }
+        let offset = match &e["offset"] {
+            serde_json::Value::Null => None,
+            o => Some(
+                o["kafka_offset"]
+                    .as_i64()
+                    .filter(|n| *n >= 0)
+                    .ok_or_else(|| {
+                        bad(format!(
+                            "offset.kafka_offset must be a non-negative number: {e}"
+                        ))
+                    })?,
+            ),
+        };
+        out.push((topic.to_string(), partition as i32, offset));
+    }
+    Ok(out)
 }

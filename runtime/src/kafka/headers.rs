@@ -32,24 +32,44 @@ pub fn read_headers(m: &BorrowedMessage<'_>) -> (Vec<Header>, Option<ConnectErro
         }
         // SAFETY: see above.
         let key_bytes = unsafe { std::ffi::CStr::from_ptr(name) }.to_bytes();
-        let key = match std::str::from_utf8(key_bytes) {
-            Ok(key) => key.to_string(),
-            Err(_) => {
-                let bytes: Vec<String> = key_bytes.iter().map(|b| format!("{b:02x}")).collect();
-                problem.get_or_insert_with(|| {
-                    ConnectError::data(format!(
-                        "header {idx} has a key that is not UTF-8 (bytes {})",
-                        bytes.join(" ")
-                    ))
-                    .with_class("InvalidHeaderKey")
-                });
-                String::from_utf8_lossy(key_bytes).into_owned()
-            }
-        };
         // SAFETY: see above.
         let value = (!value.is_null())
-            .then(|| unsafe { std::slice::from_raw_parts(value.cast::<u8>(), size) }.to_vec());
-        out.push(Header { key, value });
+            .then(|| unsafe { std::slice::from_raw_parts(value.cast::<u8>(), size) });
+        let (header, bad_key) = decode_header(idx, key_bytes, value);
+        if let Some(e) = bad_key {
+            problem.get_or_insert(e);
+        }
+        out.push(header);
     }
     (out, problem)
+}
+
+/// Header `idx` from its raw key and value: a key that is not UTF-8 is
+/// made valid (U+FFFD) and reported. Public for the fuzz targets (`fuzz/`).
+#[doc(hidden)]
+pub fn decode_header(
+    idx: usize,
+    key_bytes: &[u8],
+    value: Option<&[u8]>,
+) -> (Header, Option<ConnectError>) {
+    let (key, problem) = match std::str::from_utf8(key_bytes) {
+        Ok(key) => (key.to_string(), None),
+        Err(_) => {
+            let bytes: Vec<String> = key_bytes.iter().map(|b| format!("{b:02x}")).collect();
+            let problem = ConnectError::data(format!(
+                "header {idx} has a key that is not UTF-8 (bytes {})",
+                bytes.join(" ")
+            ))
+            .with_class("InvalidHeaderKey");
+            (
+                String::from_utf8_lossy(key_bytes).into_owned(),
+                Some(problem),
+            )
+        }
+    };
+    let header = Header {
+        key,
+        value: value.map(<[u8]>::to_vec),
+    };
+    (header, problem)
 }

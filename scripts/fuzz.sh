@@ -8,7 +8,8 @@
 # crates.io at a pinned version when missing.
 #
 # Each target starts from its seeds (fuzz/corpus/<target>/) and from every
-# saved crash (fuzz/regressions/<target>/, which must pass once fixed); what
+# saved crash (fuzz/regressions/<target>/, which must pass once fixed), with
+# its dictionary if it has one (fuzz/dicts/<target>.dict); what
 # it learns and any crash go under the build directory, outside the clone:
 # ${SLUICE_FUZZ_TARGET_DIR:-/var/tmp/sluice-fuzz-target}. A target that
 # crashes (panic, overflow, out of memory, a unit slower than 10 s) fails the
@@ -48,24 +49,29 @@ for t in "${targets[@]}"; do
   work="$build_dir/corpus/$t"
   artifacts="$build_dir/artifacts/$t"
   log="$build_dir/logs/$t.log"
+  rm -rf "$artifacts"
   mkdir -p "$work" "$artifacts" "$(dirname "$log")"
   dirs=("$work" "fuzz/corpus/$t")
   if [[ -d "fuzz/regressions/$t" ]]; then
     dirs+=("fuzz/regressions/$t")
   fi
+  extra=()
+  if [[ -f "fuzz/dicts/$t.dict" ]]; then
+    extra+=(-dict="fuzz/dicts/$t.dict")
+  fi
   echo "fuzz: $t for ${seconds} s" >&2
   status=0
   nice "${fuzz[@]}" run "${flags[@]}" "$t" "${dirs[@]}" -- \
     -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
-    -artifact_prefix="$artifacts/" -print_final_stats=1 >"$log" 2>&1 || status=$?
+    -artifact_prefix="$artifacts/" -print_final_stats=1 "${extra[@]}" >"$log" 2>&1 || status=$?
   execs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)"
   rate="$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n 1)"
-  cov="$(grep -o 'cov: [0-9]*' "$log" | tail -n 1 || true)"
+  cov="$(grep -ao 'cov: [0-9]*' "$log" | tail -n 1 || true)"
   if [[ $status -ne 0 ]]; then
     failed+=("$t")
     summary+=("$t: FAILED (exit $status) after ${execs:-?} runs; log $log")
     echo "fuzz: $t FAILED (exit $status); the end of $log:" >&2
-    grep -v '^#[0-9]' "$log" | tail -n 40 >&2
+    grep -av '^#[0-9]' "$log" | grep -av '^ *[0-9]*: \|^ *at ' | tail -n 30 >&2
     ls -1 "$artifacts" | sed "s|^|fuzz:   input: $artifacts/|" >&2 || true
   else
     summary+=("$t: ok, ${execs:-?} runs (${rate:-?}/s), ${cov:-cov: ?}")

@@ -774,6 +774,89 @@ async fn the_answers_match_the_spec() {
     assert_eq!((s, errors), (StatusCode::NOT_FOUND, Vec::<String>::new()));
 }
 
+/// Every operation that takes a body answers one it cannot read as the
+/// spec's description says, with the Error body: 400 not JSON, 415 no JSON
+/// content type, 413 too large. (Found by schemathesis: `POST .../dlq/replay`
+/// answered axum's plain-text rejections.)
+#[tokio::test(flavor = "multi_thread")]
+async fn unreadable_bodies_are_answered_with_the_error_body() {
+    let spec = spec();
+    let env = InProcess::start();
+    env.create(json!({"name": "probe", "config": {"connector.class": "datagen", "topic": "probe-t", "count": "10"}}))
+        .await;
+    let huge = format!("{{\"x\": \"{}\"}}", "a".repeat(3 * 1024 * 1024));
+    let (mut checked, mut wrong) = (0, Vec::new());
+    for path in sluice_runtime::rest::PATHS {
+        for method in METHODS {
+            let operation = &spec["paths"][path][method.to_ascii_lowercase()];
+            if operation.get("requestBody").is_none() {
+                continue;
+            }
+            let uri = fill(path, "probe");
+            for (content_type, body, expected) in [
+                (
+                    "application/json",
+                    "}{".to_string(),
+                    StatusCode::BAD_REQUEST,
+                ),
+                (
+                    "text/plain",
+                    "{}".to_string(),
+                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                ),
+                (
+                    "application/json",
+                    huge.clone(),
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                ),
+            ] {
+                let request = Request::builder()
+                    .method(method)
+                    .uri(&uri)
+                    .header(header::CONTENT_TYPE, content_type)
+                    .body(Body::from(body))
+                    .unwrap();
+                let response = sluice_runtime::rest::router(env.herder.clone())
+                    .oneshot(request)
+                    .await
+                    .unwrap();
+                let status = response.status();
+                let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+                    .await
+                    .unwrap();
+                checked += 1;
+                let Ok(answer) = serde_json::from_slice::<Value>(&bytes) else {
+                    wrong.push(format!(
+                        "{method} {uri} ({content_type}): {status} with a body that is not JSON: {}",
+                        String::from_utf8_lossy(&bytes)
+                    ));
+                    continue;
+                };
+                if status != expected {
+                    wrong.push(format!(
+                        "{method} {uri} ({content_type}): {status}, not {expected}: {answer}"
+                    ));
+                    continue;
+                }
+                let Some(response) = operation["responses"].get(status.as_str()) else {
+                    wrong.push(format!("{method} {path}: {status} is not in the spec"));
+                    continue;
+                };
+                let schema = resolve(&spec, response)
+                    .pointer("/content/application~1json/schema")
+                    .unwrap();
+                let mut errors = Vec::new();
+                check_schema(&spec, schema, &answer, "body", &mut errors);
+                if !errors.is_empty() {
+                    wrong.push(format!("{method} {uri} ({status}): {errors:?}"));
+                }
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+    assert_eq!(checked, 7 * 3, "every operation with a request body");
+}
+
 /// 401 (with basic auth configured) answers with the spec's Error body.
 #[tokio::test(flavor = "multi_thread")]
 async fn unauthorized_answers_match_the_spec() {
@@ -854,6 +937,25 @@ async fn a_sinks_answers_match_the_spec() {
     )
     .await;
     assert_eq!(s, 200, "{report}");
+    // Options that cannot be replayed are the request's fault, a 400, not a
+    // 502 (which says Kafka failed). Found by schemathesis: an unknown stage
+    // was a 502.
+    for options in [
+        json!({"stage": "__main__", "dry_run": true}),
+        json!({"to": "fs-dlq", "dry_run": true}),
+        json!({"to": "__consumer_offsets", "dry_run": true}),
+    ] {
+        let (s, body) = conforms(
+            env,
+            spec,
+            "POST",
+            replay,
+            "/connectors/fs/dlq/replay",
+            Some(options.clone()),
+        )
+        .await;
+        assert_eq!(s, 400, "{options}: {body}");
+    }
 
     let offsets = "/connectors/{name}/offsets";
     let (s, _) = conforms(

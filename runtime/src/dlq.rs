@@ -25,6 +25,14 @@ pub const REPLAY_HEADER: &str = "x-sluice-replay";
 pub const REPLAY_COUNT_HEADER: &str = "x-sluice-replay-count";
 const TIMEOUT: Duration = Duration::from_secs(10);
 
+/// A replay that what was asked makes impossible: an unknown stage, a
+/// target that is the dead-letter queue itself or an internal topic, a dead
+/// letter that names no origin topic when no target is given. The REST API
+/// answers it 400; any other error of [`replay`] is Kafka failing (502).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct InvalidReplay(pub String);
+
 /// One record read from a DLQ, with its dead-letter context. Public for
 /// the fuzz targets (`fuzz/`), not an API.
 #[doc(hidden)]
@@ -302,7 +310,10 @@ pub fn replay_group(topic: &str, opts: &ReplayOptions) -> String {
 /// `__transaction_state`, ...) or the worker's offsets topic.
 fn check_target(clients: &KafkaClients, target: &str) -> anyhow::Result<()> {
     if target.starts_with("__") || target == clients.offsets_topic().name {
-        anyhow::bail!("`{target}` is an internal topic; dead letters are never replayed into it");
+        return Err(InvalidReplay(format!(
+            "`{target}` is an internal topic; dead letters are never replayed into it"
+        ))
+        .into());
     }
     Ok(())
 }
@@ -398,13 +409,13 @@ pub fn replay(
     let stage = match &opts.stage {
         Some(s) => Some(
             Stage::parse(s)
-                .ok_or_else(|| anyhow::anyhow!("stage `{s}` is not one of TASK_POLL, KEY_CONVERTER, VALUE_CONVERTER, HEADER_CONVERTER, TRANSFORMATION, TASK_PUT, KAFKA_PRODUCE, KAFKA_CONSUME"))?
+                .ok_or_else(|| InvalidReplay(format!("stage `{s}` is not one of TASK_POLL, KEY_CONVERTER, VALUE_CONVERTER, HEADER_CONVERTER, TRANSFORMATION, TASK_PUT, KAFKA_PRODUCE, KAFKA_CONSUME")))?
                 .as_str(),
         ),
         None => None,
     };
     if opts.to.as_deref() == Some(topic) {
-        anyhow::bail!("--to names the dead-letter queue itself");
+        return Err(InvalidReplay("--to names the dead-letter queue itself".into()).into());
     }
     if let Some(to) = &opts.to {
         check_target(clients, to)?;
@@ -447,11 +458,13 @@ pub fn replay(
                         check_target(clients, &origin)?;
                         origin
                     }
-                    (None, None) => anyhow::bail!(
-                        "the record at {topic}-{}@{} names no origin topic; replay it with --to",
-                        d.partition,
-                        d.offset
-                    ),
+                    (None, None) => {
+                        return Err(InvalidReplay(format!(
+                            "the record at {topic}-{}@{} names no origin topic; replay it with --to",
+                            d.partition, d.offset
+                        ))
+                        .into());
+                    }
                 };
                 if !opts.dry_run {
                     let record = replayed_record(&d, &target, &group);

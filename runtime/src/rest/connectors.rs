@@ -258,8 +258,7 @@ pub(super) async fn put_config(
     Path(name): Path<String>,
     body: Result<Json<Value>, JsonRejection>,
 ) -> Result<Response, ApiError> {
-    let Json(config) =
-        body.map_err(|e| ApiError::bad_request(format!("request body: {}", e.body_text())))?;
+    let Json(config) = body.map_err(body_error)?;
     let spec = ConnectorSpec::from_json(&json!({"name": name, "config": config}))
         .map_err(|e| ApiError::bad_request(format!("Connector configuration is invalid: {e}")))?;
     let outcome = herder.put(&spec).await.map_err(worker_error)?;
@@ -288,8 +287,11 @@ pub(super) async fn put_config(
 pub(super) async fn replay_dlq(
     State(herder): State<Arc<Herder>>,
     Path(name): Path<String>,
-    body: Option<Json<Value>>,
+    body: Result<Option<Json<Value>>, JsonRejection>,
 ) -> Result<Json<Value>, ApiError> {
+    // No body (no content type) is the default options; one that cannot be
+    // read is an error in Kafka Connect's shape, as everywhere else.
+    let body = body.map_err(body_error)?;
     let (spec, _, _) = herder.spec(&name).await.ok_or_else(|| unknown(&name))?;
     let topic = spec
         .config
@@ -315,7 +317,12 @@ pub(super) async fn replay_dlq(
                 message: e.to_string(),
             })?
             .map_err(|e| ApiError {
-                status: StatusCode::BAD_GATEWAY,
+                // What was asked cannot be replayed (400), or Kafka failed
+                // the replay (502).
+                status: match e.downcast_ref::<crate::dlq::InvalidReplay>() {
+                    Some(_) => StatusCode::BAD_REQUEST,
+                    None => StatusCode::BAD_GATEWAY,
+                },
                 message: format!("{e:#}"),
             })?;
     Ok(Json(serde_json::to_value(report).expect("serialises")))

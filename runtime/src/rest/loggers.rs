@@ -24,8 +24,7 @@ pub(super) async fn put_logger(
     Path(logger): Path<String>,
     body: Result<Json<Value>, JsonRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let Json(body) =
-        body.map_err(|e| ApiError::bad_request(format!("request body: {}", e.body_text())))?;
+    let Json(body) = body.map_err(body_error)?;
     let level = body.get("level").and_then(Value::as_str).ok_or_else(|| {
         ApiError::bad_request("the body must be {\"level\": \"DEBUG\"} (or another level)")
     })?;

@@ -23,6 +23,9 @@
 #       Python, JavaScript, AssemblyScript, Zig, Go): scripts/wasm-toolchains.sh,
 #       into ${SLUICE_TOOLS_DIR:-/var/tmp/sluice-tools}
 #       (skip: SLUICE_SETUP_WASM_TOOLCHAINS=0)
+#     - schemathesis, pinned, from PyPI into a venv of its own in the same
+#       prefix: scripts/schemathesis.sh runs it on docs/openapi.yaml against
+#       a live worker (skip: SLUICE_SETUP_SCHEMATHESIS=0)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -88,4 +91,10 @@ fi
 # example; they find the tools in the same prefix).
 if ((tests)) && [[ "${SLUICE_SETUP_WASM_TOOLCHAINS:-1}" == 1 ]]; then
   scripts/wasm-toolchains.sh >/dev/null
+fi
+
+# The REST API's fuzzer (scripts/schemathesis.sh install: the pinned
+# schemathesis in ${SLUICE_TOOLS_DIR:-/var/tmp/sluice-tools}/schemathesis-venv).
+if ((tests)) && [[ "${SLUICE_SETUP_SCHEMATHESIS:-1}" == 1 ]]; then
+  scripts/schemathesis.sh install
 fi

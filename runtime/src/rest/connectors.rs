@@ -304,8 +304,15 @@ pub(super) async fn replay_dlq(
             ))
         })?;
     let opts: crate::dlq::ReplayOptions = match body {
-        Some(Json(v)) => serde_json::from_value(v)
+        // An object: serde would also take an array, its items as the
+        // fields in order (`[]` a replay of everything, not a dry run).
+        Some(Json(v)) if v.is_object() => serde_json::from_value(v)
             .map_err(|e| ApiError::bad_request(format!("request body: {e}")))?,
+        Some(Json(v)) => {
+            return Err(ApiError::bad_request(format!(
+                "request body: the replay options must be a JSON object {{to, error_class, stage, max, dry_run}}, got {v}"
+            )));
+        }
         None => Default::default(),
     };
     let clients = herder.clients().clone();

@@ -5,7 +5,8 @@
 
 use sluice_connector_jdbc::JdbcSinkConnector;
 use sluice_sdk::{
-    ConfigMap, ErrorKind, PartitionOffset, Record, SinkConnector, SinkTask, TaskContext,
+    CommitOffset, ConfigMap, ErrorKind, PartitionOffset, Record, SinkConnector, SinkTask,
+    TaskContext,
 };
 
 use crate::fixtures::{self, MariaDbInstance, PgInstance};
@@ -50,9 +51,15 @@ impl Db {
     }
 
     async fn task(&self, extra: &[(&str, &str)]) -> Box<dyn SinkTask> {
+        self.task_numbered(extra, 0).await
+    }
+
+    /// Task `task_id` of the connector: tasks of one connector share its
+    /// offsets.
+    async fn task_numbered(&self, extra: &[(&str, &str)], task_id: u32) -> Box<dyn SinkTask> {
         let ctx = TaskContext {
             connector: format!("{}conn", self.prefix),
-            task_id: 0,
+            task_id,
         };
         let mut t = JdbcSinkConnector
             .create_task(&self.config(extra), ctx)
@@ -87,6 +94,9 @@ async fn conformance(db: &Db) {
     guard(db).await;
     quoting_and_a_bad_row(db).await;
     exactly_once_transaction(db).await;
+    keys_equal_after_coercion(db).await;
+    exact_decimals(db).await;
+    fenced_commits(db).await;
 }
 
 async fn insert_modes(db: &Db) {
@@ -498,6 +508,14 @@ async fn exactly_once_transaction(db: &Db) {
             offset,
         }]
     };
+    let commit = |first, next| {
+        vec![CommitOffset {
+            topic: "x".into(),
+            partition: 0,
+            first,
+            next,
+        }]
+    };
 
     // Rows and offsets commit together.
     sink.begin().await.unwrap();
@@ -507,7 +525,7 @@ async fn exactly_once_transaction(db: &Db) {
     ])
     .await
     .unwrap();
-    sink.commit(&at(2)).await.unwrap();
+    sink.commit(&commit(0, 2)).await.unwrap();
     assert_eq!(sink.stored_offsets(&part).await.unwrap(), at(2));
 
     // A rolled-back transaction leaves neither rows nor offsets.
@@ -533,7 +551,7 @@ async fn exactly_once_transaction(db: &Db) {
     sink.put(vec![rec("x", 2, None, Some(r#"{"v": 2}"#))])
         .await
         .unwrap();
-    sink.commit(&at(4)).await.unwrap();
+    sink.commit(&commit(2, 4)).await.unwrap();
     let got = db
         .rows(&format!(
             "SELECT {} FROM {} ORDER BY __connect_offset",
@@ -558,6 +576,218 @@ async fn exactly_once_transaction(db: &Db) {
     let mut sink = db.task(&cfg).await;
     assert_eq!(sink.stored_offsets(&part).await.unwrap(), at(1));
     sink.stop().await;
+}
+
+/// `1`, `1.0` and `"1"` are one BIGINT key to the database: one row, the
+/// last record's, not a batch the database refuses ("cannot affect row a
+/// second time").
+async fn keys_equal_after_coercion(db: &Db) {
+    let t = db.table("coerced");
+    db.rows(&format!(
+        "CREATE TABLE {} (id BIGINT PRIMARY KEY, v VARCHAR(20))",
+        db.q(&t)
+    ))
+    .await;
+    let mut sink = db
+        .task(&[
+            ("insert.mode", "upsert"),
+            ("pk.mode", "record_value"),
+            ("pk.fields", "id"),
+            ("table.name.format", t.as_str()),
+        ])
+        .await;
+    sink.put(vec![
+        rec("c", 0, None, Some(r#"{"id": 1, "v": "int"}"#)),
+        rec("c", 1, None, Some(r#"{"id": 1.0, "v": "float"}"#)),
+        rec("c", 2, None, Some(r#"{"id": "1", "v": "text"}"#)),
+        rec("c", 3, None, Some(r#"{"id": 2, "v": "other"}"#)),
+    ])
+    .await
+    .unwrap();
+    assert_eq!(
+        db.rows(&format!(
+            "SELECT {}, v FROM {} ORDER BY id",
+            db.text("id"),
+            db.q(&t)
+        ))
+        .await,
+        strings(&[&["1", "text"], &["2", "other"]])
+    );
+    sink.stop().await;
+}
+
+/// A decimal wider than a double keeps every digit into NUMERIC, written
+/// as a JSON string or as a JSON number.
+async fn exact_decimals(db: &Db) {
+    let t = db.table("decimals");
+    db.rows(&format!(
+        "CREATE TABLE {} (id BIGINT PRIMARY KEY, amount NUMERIC(20,2), tiny DECIMAL(38,20))",
+        db.q(&t)
+    ))
+    .await;
+    let mut sink = db
+        .task(&[
+            ("insert.mode", "upsert"),
+            ("pk.mode", "record_value"),
+            ("pk.fields", "id"),
+            ("table.name.format", t.as_str()),
+        ])
+        .await;
+    sink.put(vec![
+        rec(
+            "d",
+            0,
+            None,
+            Some(r#"{"id": 1, "amount": "12345678901234567.89", "tiny": "0.00000000000000000001"}"#),
+        ),
+        rec(
+            "d",
+            1,
+            None,
+            Some(r#"{"id": 2, "amount": 12345678901234567.89, "tiny": 123456789012345678.12345678901234567891}"#),
+        ),
+        rec("d", 2, None, Some(r#"{"id": 3, "amount": 7, "tiny": -1.5e-3}"#)),
+    ])
+    .await
+    .unwrap();
+    let got = db
+        .rows(&format!(
+            "SELECT {}, {} FROM {} ORDER BY id",
+            db.text("amount"),
+            db.text("tiny"),
+            db.q(&t)
+        ))
+        .await;
+    if db.url.starts_with("sqlite:") {
+        // SQLite has no exact decimal type: a NUMERIC column holds the
+        // nearest double (as an integer when it is one); no less.
+        let written = [
+            ("12345678901234567.89", "0.00000000000000000001"),
+            (
+                "12345678901234567.89",
+                "123456789012345678.12345678901234567891",
+            ),
+            ("7", "-1.5e-3"),
+        ];
+        for (id, (amount, tiny)) in (1..).zip(written) {
+            let same = db
+                .rows(&format!(
+                    "SELECT amount = CAST('{amount}' AS REAL), tiny = CAST('{tiny}' AS REAL) FROM {} WHERE id = {id}",
+                    db.q(&t)
+                ))
+                .await;
+            assert_eq!(same, strings(&[&["1", "1"]]), "row {id}: {got:?}");
+        }
+    } else {
+        assert_eq!(
+            got,
+            strings(&[
+                &["12345678901234567.89", "0.00000000000000000001"],
+                &[
+                    "12345678901234567.89",
+                    "123456789012345678.12345678901234567891"
+                ],
+                &["7.00", "-0.00150000000000000000"],
+            ])
+        );
+    }
+    // Not a number: a data error of the record, naming the column.
+    let err = sink
+        .put(vec![rec(
+            "d",
+            3,
+            None,
+            Some(r#"{"id": 4, "amount": "12,5"}"#),
+        )])
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Data, "{}", err.full_message());
+    assert!(
+        err.full_message().contains("amount"),
+        "{}",
+        err.full_message()
+    );
+    sink.stop().await;
+}
+
+/// Two tasks of one connector that both believe they own a partition (a
+/// zombie and the new owner): the one that commits second is fenced, so
+/// no record is written twice and the stored offset never goes back.
+async fn fenced_commits(db: &Db) {
+    let t = db.table("fenced");
+    let offsets = db.table("fenced_offsets");
+    // Made beforehand: a table created inside the first task's open
+    // transaction would hold the second back until it ends.
+    db.rows(&format!("CREATE TABLE {} (n BIGINT)", db.q(&t)))
+        .await;
+    let cfg = [
+        ("insert.mode", "insert"),
+        ("pk.mode", "none"),
+        ("table.name.format", t.as_str()),
+        ("offsets.table.name", offsets.as_str()),
+    ];
+    let batch = |from: i64, to: i64| -> Vec<Record> {
+        (from..to)
+            .map(|o| rec("f", o, None, Some(&format!(r#"{{"n": {o}}}"#))))
+            .collect()
+    };
+    let at = |offset| {
+        vec![PartitionOffset {
+            topic: "f".into(),
+            partition: 0,
+            offset,
+        }]
+    };
+    let commit = |first, next| {
+        vec![CommitOffset {
+            topic: "f".into(),
+            partition: 0,
+            first,
+            next,
+        }]
+    };
+    let part = vec![("f".to_string(), 0)];
+    let mut a = db.task_numbered(&cfg, 0).await;
+    let mut b = db.task_numbered(&cfg, 1).await;
+    // SQLite has one writer at a time: there the zombie's whole
+    // transaction comes after the owner's, which is the same race decided.
+    let interleaved = !db.url.starts_with("sqlite:");
+    for (from, owner_to, zombie_to) in [(0, 10, 10), (10, 15, 20)] {
+        assert!(
+            a.stored_offsets(&part)
+                .await
+                .unwrap()
+                .iter()
+                .all(|o| o.offset <= from)
+        );
+        if interleaved {
+            a.begin().await.unwrap();
+            a.put(batch(from, zombie_to)).await.unwrap();
+        }
+        b.begin().await.unwrap();
+        b.put(batch(from, owner_to)).await.unwrap();
+        b.commit(&commit(from, owner_to)).await.unwrap();
+        if !interleaved {
+            a.begin().await.unwrap();
+            a.put(batch(from, zombie_to)).await.unwrap();
+        }
+        let fenced = a.commit(&commit(from, zombie_to)).await;
+        a.rollback().await;
+        let err = fenced.expect_err("the zombie's commit must be fenced");
+        assert_eq!(err.kind, ErrorKind::Retriable, "{}", err.full_message());
+        assert!(err.is_fenced(), "{}", err.full_message());
+        assert_eq!(b.stored_offsets(&part).await.unwrap(), at(owner_to));
+        let count = db
+            .rows(&format!("SELECT {} FROM {}", db.text("COUNT(*)"), db.q(&t)))
+            .await;
+        assert_eq!(
+            count,
+            strings(&[&[&owner_to.to_string()]]),
+            "rows after {from}"
+        );
+    }
+    a.stop().await;
+    b.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread")]

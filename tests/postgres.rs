@@ -258,3 +258,84 @@ async fn a_record_over_a_database_limit_is_dead_lettered_not_fatal() {
     );
     env.worker.shutdown().await;
 }
+
+/// Exactly-once into PostgreSQL when another owner of the partition has
+/// committed past this task's position (what a task that lost its
+/// assignment meets): the task's commit is fenced, it reads on from the
+/// stored offset, and the records the other owner wrote are not written
+/// again.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_fenced_exactly_once_sink_reads_on_from_the_stored_offset() {
+    let Some(url) = postgres_url() else { return };
+    let suffix = std::process::id();
+    let (table, offsets, name) = (
+        format!("fenced_{suffix}"),
+        format!("fenced_offsets_{suffix}"),
+        format!("pg-fenced-{suffix}"),
+    );
+    for t in [&table, &offsets] {
+        fixtures::db_exec(&url, &format!(r#"DROP TABLE IF EXISTS "{t}""#)).await;
+    }
+    let env = InProcess::start();
+    env.broker.create_topic(&table, 1).await.unwrap();
+    let produce = |from: i64, to: i64| {
+        let records: Vec<String> = (from..to).map(|n| format!(r#"{{"n": {n}}}"#)).collect();
+        let bootstrap = env.broker.bootstrap_servers().to_string();
+        let table = table.clone();
+        async move {
+            let refs: Vec<(Option<&str>, &[u8])> =
+                records.iter().map(|r| (None, r.as_bytes())).collect();
+            fixtures::produce(&bootstrap, &table, &refs).await;
+        }
+    };
+    produce(0, 10).await;
+    env.create(json!({"name": name, "config": {
+        "connector.class": "jdbc-sink", "topics": table,
+        "connection.url": url,
+        "insert.mode": "insert", "pk.mode": "none", "auto.create": "true",
+        "offsets.table.name": offsets,
+        "delivery.guarantee": "exactly-once",
+    }}))
+    .await;
+    let stored = |url: String, offsets: String| async move {
+        if !fixtures::table_exists(&url, &offsets).await {
+            return None;
+        }
+        let rows = fixtures::db_rows(
+            &url,
+            &format!(r#"SELECT CAST("offset" AS TEXT) FROM "{offsets}""#),
+        )
+        .await;
+        rows.first().map(|r| r[0].parse::<i64>().unwrap())
+    };
+    fixtures::eventually(Duration::from_secs(60), "offset 10 stored", || {
+        let (url, offsets) = (url.clone(), offsets.clone());
+        async move { (stored(url, offsets).await == Some(10)).then_some(()) }
+    })
+    .await;
+    // Another owner of the partition wrote offsets 10..19 and committed.
+    fixtures::db_exec(&url, &format!(r#"UPDATE "{offsets}" SET "offset" = 20"#)).await;
+    produce(10, 30).await;
+    fixtures::eventually(Duration::from_secs(60), "offset 30 stored", || {
+        let (url, offsets) = (url.clone(), offsets.clone());
+        async move { (stored(url, offsets).await == Some(30)).then_some(()) }
+    })
+    .await;
+    let mut written: Vec<i64> =
+        fixtures::db_rows(&url, &format!(r#"SELECT CAST(n AS TEXT) FROM "{table}""#))
+            .await
+            .iter()
+            .map(|r| r[0].parse().unwrap())
+            .collect();
+    written.sort();
+    let expected: Vec<i64> = (0..10).chain(20..30).collect();
+    assert_eq!(written, expected, "rows 10..19 belong to the other owner");
+    let status = env.worker.status(&name).await.unwrap();
+    assert_eq!(
+        status.tasks[0].1.state,
+        sluice_runtime::task::State::Running,
+        "{:?}",
+        status.tasks[0].1.trace
+    );
+    env.worker.shutdown().await;
+}

@@ -204,6 +204,21 @@ pub struct PartitionOffset {
     pub offset: i64,
 }
 
+/// One partition's part of an exactly-once commit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommitOffset {
+    pub topic: String,
+    pub partition: i32,
+    /// The offset of the batch's first record from this partition. If the
+    /// stored offset is already past it, another task (the partition's new
+    /// owner) has written part of this batch: the commit must be refused
+    /// with [`ConnectError::fenced`].
+    pub first: i64,
+    /// The offset of the next record to read (last written + 1): what is
+    /// stored.
+    pub next: i64,
+}
+
 #[async_trait]
 pub trait SinkTask: Send {
     /// Opens connections; a failure here is retried by the runtime if
@@ -242,8 +257,13 @@ pub trait SinkTask: Send {
         ))
     }
 
-    /// Stores `offsets` and commits everything put since `begin`, atomically.
-    async fn commit(&mut self, offsets: &[PartitionOffset]) -> Result<(), ConnectError> {
+    /// Stores each partition's `next` offset and commits everything put
+    /// since `begin`, atomically; or, if a stored offset is past the
+    /// partition's `first` (another task wrote there meanwhile), commits
+    /// nothing and returns [`ConnectError::fenced`]. The check and the
+    /// store are one compare-and-set in the same transaction, so of two
+    /// tasks that both believe they own a partition only one commits.
+    async fn commit(&mut self, offsets: &[CommitOffset]) -> Result<(), ConnectError> {
         let _ = offsets;
         Err(ConnectError::fatal(
             "this sink does not support exactly-once delivery",

@@ -34,6 +34,9 @@ impl fmt::Display for ErrorKind {
     }
 }
 
+/// The class of [`ConnectError::fenced`].
+pub const FENCED_CLASS: &str = "CommitFenced";
+
 /// A failure in a connector or a transform, classified by [`ErrorKind`].
 #[derive(Debug, thiserror::Error)]
 #[error("{message}")]
@@ -84,6 +87,18 @@ impl ConnectError {
 
     pub fn fatal(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Fatal, message)
+    }
+
+    /// An exactly-once commit refused because another task has committed
+    /// past where this batch began (this task lost the partition): the
+    /// runtime drops the batch and reads on from the stored offsets.
+    pub fn fenced(message: impl Into<String>) -> Self {
+        Self::retriable(message).with_class(FENCED_CLASS)
+    }
+
+    /// Whether this is [`ConnectError::fenced`].
+    pub fn is_fenced(&self) -> bool {
+        self.kind == ErrorKind::Retriable && self.class.as_deref() == Some(FENCED_CLASS)
     }
 
     pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {

@@ -22,8 +22,8 @@ pub mod record;
 
 pub use config::{ConfigError, ConfigMap};
 pub use connector::{
-    ConnectorType, PartitionOffset, PluginInfo, SinkConnector, SinkTask, SourceConnector,
-    SourceOffsets, SourceRecord, SourceTask, TaskContext, source_partition_key,
+    CommitOffset, ConnectorType, PartitionOffset, PluginInfo, SinkConnector, SinkTask,
+    SourceConnector, SourceOffsets, SourceRecord, SourceTask, TaskContext, source_partition_key,
 };
-pub use error::{ConnectError, ErrorKind, panic_message};
+pub use error::{ConnectError, ErrorKind, FENCED_CLASS, panic_message};
 pub use record::{Header, Record};

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use sluice_sdk::{ConfigError, ConnectError};
+use sluice_sdk::{CommitOffset, ConfigError, ConnectError};
 use sqlx::mysql::{MySqlConnectOptions, MySqlConnection, MySqlPool, MySqlPoolOptions};
 use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
@@ -263,7 +263,7 @@ macro_rules! bind_scalars {
                 SqlValue::Int(i) => q.bind(*i),
                 SqlValue::Float(f) => q.bind(*f),
                 SqlValue::Bool(b) => q.bind(*b),
-                SqlValue::Text(s) => q.bind(s.as_str()),
+                SqlValue::Text(s) | SqlValue::Decimal(s) => q.bind(s.as_str()),
             };
         }
         q
@@ -275,6 +275,8 @@ fn pg_array_type(kind: ColumnKind) -> &'static str {
     match kind {
         ColumnKind::Int => "int8",
         ColumnKind::Float => "float8",
+        // Bound as text and cast to the column's NUMERIC: exact.
+        ColumnKind::Decimal => "text",
         ColumnKind::Bool => "bool",
         ColumnKind::Text => "text",
     }
@@ -315,10 +317,10 @@ fn bind_pg_columns<'q>(
                     })
                     .collect::<Vec<_>>(),
             ),
-            ColumnKind::Text => q.bind(
+            ColumnKind::Text | ColumnKind::Decimal => q.bind(
                 cells
                     .map(|v| match v {
-                        SqlValue::Text(s) => Some(s.as_str()),
+                        SqlValue::Text(s) | SqlValue::Decimal(s) => Some(s.as_str()),
                         _ => None,
                     })
                     .collect::<Vec<_>>(),
@@ -521,6 +523,80 @@ impl Conn<'_> {
             }
         }
         Ok(())
+    }
+
+    /// Exactly-once commit of offsets, as a compare-and-set: each
+    /// partition's `next` is stored only if the stored offset is not past
+    /// the batch's `first`. Returns the first partition where it was
+    /// (another task committed there meanwhile); the caller must then roll
+    /// back, as what was stored before it stays in the transaction.
+    pub async fn store_offsets_fenced(
+        &mut self,
+        table: &str,
+        connector: &str,
+        offsets: &[CommitOffset],
+    ) -> Result<Option<(String, i32)>, sqlx::Error> {
+        let dialect = self.dialect();
+        let (advance, insert) = (dialect.advance_offset(table), dialect.insert_offset(table));
+        for o in offsets {
+            let text = |s: &str| SqlValue::Text(s.to_string());
+            let (partition, topic) = (SqlValue::Int(o.partition.into()), text(&o.topic));
+            let moved = self
+                .execute_bound(
+                    &advance,
+                    &[
+                        SqlValue::Int(o.next),
+                        text(connector),
+                        topic.clone(),
+                        partition.clone(),
+                        SqlValue::Int(o.first),
+                    ],
+                )
+                .await?;
+            if moved > 0 {
+                continue;
+            }
+            // No row, or one past `first`: a row another task stored (or
+            // is storing: the insert waits for its transaction) fails
+            // the key.
+            let values = [text(connector), topic, partition, SqlValue::Int(o.next)];
+            match self.execute_bound(&insert, &values).await {
+                Ok(_) => {}
+                Err(e)
+                    if e.as_database_error()
+                        .is_some_and(|d| d.is_unique_violation()) =>
+                {
+                    return Ok(Some((o.topic.clone(), o.partition)));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(None)
+    }
+
+    /// Runs `sql` with `values` (integers and text) bound in order.
+    async fn execute_bound(&mut self, sql: &str, values: &[SqlValue]) -> Result<u64, sqlx::Error> {
+        Ok(match self {
+            Conn::Sqlite(c) => bind_scalars!(sqlx::query::<Sqlite>(sql), values.iter())
+                .execute(&mut **c)
+                .await?
+                .rows_affected(),
+            Conn::Postgres(c) => {
+                let mut q = sqlx::query::<Postgres>(sql);
+                for v in values {
+                    q = match v {
+                        SqlValue::Int(i) => q.bind(*i),
+                        SqlValue::Text(s) => q.bind(s.as_str()),
+                        other => unreachable!("offsets are text and integers, not {other:?}"),
+                    };
+                }
+                q.execute(&mut **c).await?.rows_affected()
+            }
+            Conn::MySql(c) => bind_scalars!(sqlx::query::<MySql>(sql), values.iter())
+                .execute(&mut **c)
+                .await?
+                .rows_affected(),
+        })
     }
 
     /// Every `(topic, partition, next offset)` stored for `connector`.

@@ -73,6 +73,8 @@ impl Dialect {
             (Dialect::Postgres | Dialect::MySql, ColumnKind::Int) => "BIGINT",
             (Dialect::Postgres, ColumnKind::Float) => "DOUBLE PRECISION",
             (Dialect::MySql, ColumnKind::Float) => "DOUBLE",
+            (Dialect::Sqlite | Dialect::Postgres, ColumnKind::Decimal) => "NUMERIC",
+            (Dialect::MySql, ColumnKind::Decimal) => "DECIMAL(65,30)",
             (_, ColumnKind::Bool) => "BOOLEAN",
             (Dialect::MySql, ColumnKind::Text) if is_key => "VARCHAR(255)",
             (_, ColumnKind::Text) => "TEXT",
@@ -430,6 +432,45 @@ impl Dialect {
             self.quote_table(table),
             q("connector"),
             self.param(1)
+        )
+    }
+
+    /// Moves one partition's offset forward only if it is not past where
+    /// the batch began, bound as (next, connector, topic, partition,
+    /// first).
+    pub fn advance_offset(self, table: &str) -> String {
+        let q = |n: &str| self.quote_ident(n);
+        format!(
+            "UPDATE {} SET {} = {} WHERE {} = {} AND {} = {} AND {} = {} AND {} <= {}",
+            self.quote_table(table),
+            q("offset"),
+            self.param(1),
+            q("connector"),
+            self.param(2),
+            q("topic"),
+            self.param(3),
+            q("partition"),
+            self.param(4),
+            q("offset"),
+            self.param(5)
+        )
+    }
+
+    /// A partition's first offset, bound as (connector, topic, partition,
+    /// offset); fails on the key if another task stored one meanwhile.
+    pub fn insert_offset(self, table: &str) -> String {
+        let q = |n: &str| self.quote_ident(n);
+        format!(
+            "INSERT INTO {} ({}, {}, {}, {}) VALUES ({})",
+            self.quote_table(table),
+            q("connector"),
+            q("topic"),
+            q("partition"),
+            q("offset"),
+            (1..=4)
+                .map(|i| self.param(i))
+                .collect::<Vec<_>>()
+                .join(", ")
         )
     }
 

@@ -19,8 +19,8 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use sluice_sdk::config::from_string_map;
 use sluice_sdk::{
-    ConfigError, ConfigMap, ConnectError, ConnectorType, PartitionOffset, PluginInfo, Record,
-    SinkConnector, SinkTask, TaskContext,
+    CommitOffset, ConfigError, ConfigMap, ConnectError, ConnectorType, PartitionOffset, PluginInfo,
+    Record, SinkConnector, SinkTask, TaskContext,
 };
 
 pub use db::{Column, Pool, Target, classify, redact_url};
@@ -293,8 +293,12 @@ impl SinkConnector for JdbcSinkConnector {
         context: TaskContext,
     ) -> Result<Box<dyn SinkTask>, ConnectError> {
         let cfg = JdbcSinkConfig::parse(config).map_err(|e| ConnectError::fatal(e.to_string()))?;
+        let cfg = Arc::new(cfg);
         Ok(Box::new(JdbcSinkTask {
-            pk_fields: cfg.pk_fields.clone().into(),
+            planner: Planner {
+                pk_fields: cfg.pk_fields.clone().into(),
+                cfg: cfg.clone(),
+            },
             cfg,
             context,
             pool: None,
@@ -350,14 +354,38 @@ impl SinkConnector for JdbcSinkConnector {
 }
 
 /// Columns of a table as the database has them.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 struct TableInfo {
     columns: Vec<Column>,
+    /// Each column's place in `columns`, by name.
+    by_name: HashMap<String, usize>,
 }
 
 impl TableInfo {
+    fn new(columns: Vec<Column>) -> Self {
+        let by_name = columns
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.name.clone(), i))
+            .collect();
+        Self { columns, by_name }
+    }
+
     fn column(&self, name: &str) -> Option<&Column> {
-        self.columns.iter().find(|c| c.name == name)
+        self.by_name.get(name).map(|&i| &self.columns[i])
+    }
+
+    /// `values` of the columns `names`, each coerced to its column's kind
+    /// where it can be (what is left as it was fails later, with its error).
+    fn coerced(&self, names: &[String], values: &[SqlValue]) -> Vec<SqlValue> {
+        names
+            .iter()
+            .zip(values)
+            .map(|(name, v)| match self.column(name) {
+                Some(c) => v.clone().coerce(c.kind).unwrap_or_else(|_| v.clone()),
+                None => v.clone(),
+            })
+            .collect()
     }
 }
 
@@ -374,14 +402,13 @@ enum TxState {
 }
 
 struct JdbcSinkTask {
-    cfg: JdbcSinkConfig,
+    cfg: Arc<JdbcSinkConfig>,
+    planner: Planner,
     context: TaskContext,
     pool: Option<Pool>,
     tables: HashMap<String, TableInfo>,
     tx: TxState,
     offsets_table_ready: bool,
-    /// `pk.fields`, shared by every row that uses them.
-    pk_fields: Arc<[String]>,
 }
 
 /// One record turned into named column values.
@@ -408,11 +435,52 @@ enum Op {
     Delete(Vec<String>, Vec<SqlValue>),
 }
 
+/// Which operations count when each key (`keys[i]` is `ops[i]`'s) keeps
+/// only its last one, with a guard its newest write.
+fn latest_per_key(ops: &[Op], keys: &[KeyRef]) -> Vec<bool> {
+    let mut winner: HashMap<KeyRef, usize> = HashMap::with_capacity(ops.len());
+    for (i, op) in ops.iter().enumerate() {
+        let key = keys[i];
+        let replace = match (winner.get(&key).map(|&w| &ops[w]), op) {
+            (Some(Op::Write(old)), Op::Write(new)) => match (&old.guard, &new.guard) {
+                (Some(a), Some(b)) => !b.is_older_than(a),
+                _ => true,
+            },
+            _ => true,
+        };
+        if replace {
+            winner.insert(key, i);
+        }
+    }
+    (0..ops.len())
+        .map(|i| winner.get(&keys[i]) == Some(&i))
+        .collect()
+}
+
+/// `ops` but those `keep` says not to.
+fn kept(ops: Vec<Op>, keep: Vec<bool>) -> Vec<Op> {
+    ops.into_iter()
+        .zip(keep)
+        .filter(|(_, keep)| *keep)
+        .map(|(op, _)| op)
+        .collect()
+}
+
 impl Op {
-    fn key(&self) -> KeyRef<'_> {
+    /// The key as the record has it.
+    fn key(&self) -> &[SqlValue] {
         match self {
-            Op::Write(r) => KeyRef(&r.pk),
-            Op::Delete(_, pk) => KeyRef(pk),
+            Op::Write(r) => &r.pk,
+            Op::Delete(_, pk) => pk,
+        }
+    }
+
+    /// The key as the table stores it: `1`, `1.0` and `"1"` are one key
+    /// to a BIGINT column.
+    fn stored_key(&self, info: &TableInfo) -> Vec<SqlValue> {
+        match self {
+            Op::Write(r) => info.coerced(&r.pk_names, &r.pk),
+            Op::Delete(names, pk) => info.coerced(names, pk),
         }
     }
 }
@@ -426,7 +494,16 @@ enum Phase {
     Delete(Vec<String>, Vec<Vec<SqlValue>>),
 }
 
-impl JdbcSinkTask {
+/// Turns records into operations: the CPU-bound part of a `put`, run off
+/// the async threads (a record may have a hundred thousand fields).
+#[derive(Clone)]
+struct Planner {
+    cfg: Arc<JdbcSinkConfig>,
+    /// `pk.fields`, shared by every row that uses them.
+    pk_fields: Arc<[String]>,
+}
+
+impl Planner {
     /// The key's columns, for `pk.mode=record_key`.
     fn key_columns(&self, record: &Record) -> Result<Vec<(String, SqlValue)>, ConnectError> {
         let key = record.key_json().map_err(|e| {
@@ -592,37 +669,68 @@ impl JdbcSinkTask {
         .with_class("NotAnObject")
     }
 
+    /// Turns records into per-table operations; any bad record fails the put
+    /// (the runtime then isolates it).
+    fn plan(&self, records: &[Record]) -> Result<Vec<(String, Vec<Op>)>, ConnectError> {
+        // (topic, its table's place in by_table): batches hold few topics.
+        let mut tables: Vec<(&str, usize)> = Vec::new();
+        let mut by_table: Vec<(String, Vec<Op>)> = Vec::new();
+        for record in records {
+            let op = self.op_from(record)?;
+            let slot = match tables.iter().find(|(t, _)| *t == record.topic) {
+                Some(&(_, slot)) => slot,
+                None => {
+                    let table = self.cfg.table_for(&record.topic);
+                    // Writing there would overwrite the offsets stored with
+                    // the data (case folded, as most databases fold names).
+                    if table.eq_ignore_ascii_case(&self.cfg.offsets_table) {
+                        return Err(ConnectError::data(format!(
+                            "topic `{}` maps onto the offsets table `{table}` (offsets.table.name); route it elsewhere with table.name.format or a transform",
+                            record.topic
+                        ))
+                        .with_class("OffsetsTableTarget"));
+                    }
+                    let slot = match by_table.iter().position(|(t, _)| *t == table) {
+                        Some(slot) => slot,
+                        None => {
+                            by_table.push((table, Vec::new()));
+                            by_table.len() - 1
+                        }
+                    };
+                    tables.push((&record.topic, slot));
+                    slot
+                }
+            };
+            by_table[slot].1.push(op);
+        }
+        // Only the last operation per key as written counts (the table is
+        // made from what is written); `phases` compares the keys again as
+        // the table stores them.
+        if self.cfg.insert_mode != InsertMode::Insert {
+            for (_, ops) in &mut by_table {
+                let keys: Vec<KeyRef> = ops.iter().map(|op| KeyRef(op.key())).collect();
+                let keep = latest_per_key(ops, &keys);
+                *ops = kept(std::mem::take(ops), keep);
+            }
+        }
+        Ok(by_table)
+    }
+}
+
+impl JdbcSinkTask {
     /// Orders a table's operations into phases of batched statements.
-    /// With a key (upsert, update), only the last operation per key counts
-    /// (with a guard: the newest write), so all can run in two statements;
-    /// inserts keep their order.
-    fn phases(&self, ops: Vec<Op>) -> Vec<Phase> {
+    /// With a key (upsert, update), only the last operation per key as
+    /// `info`'s columns store it counts (`1`, `1.0` and `"1"` are one
+    /// BIGINT key), so all can run in two statements; inserts keep their
+    /// order.
+    fn phases(&self, ops: Vec<Op>, info: &TableInfo) -> Vec<Phase> {
         let ops = if self.cfg.insert_mode == InsertMode::Insert {
             ops
         } else {
-            let mut winner: HashMap<KeyRef, usize> = HashMap::with_capacity(ops.len());
-            for (i, op) in ops.iter().enumerate() {
-                let replace = match (winner.get(&op.key()).map(|&w| &ops[w]), op) {
-                    (Some(Op::Write(old)), Op::Write(new)) => match (&old.guard, &new.guard) {
-                        (Some(a), Some(b)) => !b.is_older_than(a),
-                        _ => true,
-                    },
-                    _ => true,
-                };
-                if replace {
-                    winner.insert(op.key(), i);
-                }
-            }
-            let keep: Vec<bool> = ops
-                .iter()
-                .enumerate()
-                .map(|(i, op)| winner.get(&op.key()) == Some(&i))
-                .collect();
-            ops.into_iter()
-                .zip(keep)
-                .filter(|(_, keep)| *keep)
-                .map(|(op, _)| op)
-                .collect()
+            let stored: Vec<Vec<SqlValue>> = ops.iter().map(|op| op.stored_key(info)).collect();
+            let keys: Vec<KeyRef> = stored.iter().map(|k| KeyRef(k)).collect();
+            let keep = latest_per_key(&ops, &keys);
+            kept(ops, keep)
         };
         let mut phases: Vec<Phase> = Vec::new();
         for op in ops {
@@ -660,39 +768,49 @@ impl JdbcSinkTask {
         &mut self,
         conn: &mut db::Conn<'_>,
         table: &str,
-        phases: &[Phase],
+        ops: &[Op],
     ) -> Result<TableInfo, ConnectError> {
         let dialect = conn.dialect();
-        // Each column the batch writes, with the kind of its first non-null value.
+        // Each column the batch writes, with the kind of its first non-null
+        // value, and where it is in `wanted`.
         let mut wanted: Vec<(String, Option<ColumnKind>)> = Vec::new();
+        let mut wanted_at: HashMap<&str, usize> = HashMap::new();
+        let mut unknown_kinds = 0;
         let mut pk: Vec<String> = Vec::new();
-        for phase in phases {
-            match phase {
-                Phase::Write(rows) => {
-                    // Rows mostly repeat the previous row's fields: once every
-                    // kind is known, such a row adds nothing.
-                    let mut previous: Option<&Row> = None;
-                    for row in rows {
-                        if pk.is_empty() {
-                            pk = row.pk_names.to_vec();
-                        }
-                        let known = wanted.iter().all(|(_, kind)| kind.is_some());
-                        if known
-                            && previous.is_some_and(|p| p.column_names().eq(row.column_names()))
-                        {
-                            continue;
-                        }
-                        for (name, v) in &row.columns {
-                            match wanted.iter_mut().find(|(n, _)| n == name) {
-                                Some((_, kind @ None)) => *kind = v.kind(),
-                                Some(_) => {}
-                                None => wanted.push((name.clone(), v.kind())),
+        // Rows mostly repeat the previous row's fields: once every kind is
+        // known, such a row adds nothing.
+        let mut previous: Option<&Row> = None;
+        for op in ops {
+            match op {
+                Op::Write(row) => {
+                    if pk.is_empty() {
+                        pk = row.pk_names.to_vec();
+                    }
+                    if unknown_kinds == 0
+                        && previous.is_some_and(|p| p.column_names().eq(row.column_names()))
+                    {
+                        continue;
+                    }
+                    for (name, v) in &row.columns {
+                        match wanted_at.get(name.as_str()) {
+                            Some(&at) => {
+                                if wanted[at].1.is_none() && v.kind().is_some() {
+                                    wanted[at].1 = v.kind();
+                                    unknown_kinds -= 1;
+                                }
+                            }
+                            None => {
+                                wanted_at.insert(name, wanted.len());
+                                if v.kind().is_none() {
+                                    unknown_kinds += 1;
+                                }
+                                wanted.push((name.clone(), v.kind()));
                             }
                         }
-                        previous = Some(row);
                     }
+                    previous = Some(row);
                 }
-                Phase::Delete(names, _) => {
+                Op::Delete(names, _) => {
                     if pk.is_empty() {
                         pk = names.clone();
                     }
@@ -702,12 +820,11 @@ impl JdbcSinkTask {
         let ctx = |what: &str| format!("{what} table `{table}`");
         let mut info = match self.tables.get(table) {
             Some(info) => info.clone(),
-            None => TableInfo {
-                columns: conn
-                    .describe(table)
+            None => TableInfo::new(
+                conn.describe(table)
                     .await
                     .map_err(|e| classify(ctx("reading the columns of"), e))?,
-            },
+            ),
         };
         if info.columns.is_empty() {
             if !self.cfg.auto_create {
@@ -731,10 +848,11 @@ impl JdbcSinkTask {
                 .await
                 .map_err(|e| classify(ctx("creating"), e))?;
             tracing::info!(table, columns = defs.len(), "created table (auto.create)");
-            info.columns = conn
-                .describe(table)
-                .await
-                .map_err(|e| classify(ctx("reading the columns of"), e))?;
+            info = TableInfo::new(
+                conn.describe(table)
+                    .await
+                    .map_err(|e| classify(ctx("reading the columns of"), e))?,
+            );
         }
         let missing: Vec<&(String, Option<ColumnKind>)> = wanted
             .iter()
@@ -769,10 +887,11 @@ impl JdbcSinkTask {
                     tracing::info!(table, column = %name, sql_type = %ty, "added column (auto.evolve)");
                 }
             }
-            info.columns = conn
-                .describe(table)
-                .await
-                .map_err(|e| classify(ctx("reading the columns of"), e))?;
+            info = TableInfo::new(
+                conn.describe(table)
+                    .await
+                    .map_err(|e| classify(ctx("reading the columns of"), e))?,
+            );
         }
         self.tables.insert(table.to_string(), info.clone());
         Ok(info)
@@ -864,58 +983,19 @@ impl JdbcSinkTask {
         Ok(())
     }
 
-    /// Turns records into per-table phases; any bad record fails the put
-    /// (the runtime then isolates it).
-    fn plan(&self, records: &[Record]) -> Result<Vec<(String, Vec<Phase>)>, ConnectError> {
-        // (topic, its table's place in by_table): batches hold few topics.
-        let mut tables: Vec<(&str, usize)> = Vec::new();
-        let mut by_table: Vec<(String, Vec<Op>)> = Vec::new();
-        for record in records {
-            let op = self.op_from(record)?;
-            let slot = match tables.iter().find(|(t, _)| *t == record.topic) {
-                Some(&(_, slot)) => slot,
-                None => {
-                    let table = self.cfg.table_for(&record.topic);
-                    // Writing there would overwrite the offsets stored with
-                    // the data (case folded, as most databases fold names).
-                    if table.eq_ignore_ascii_case(&self.cfg.offsets_table) {
-                        return Err(ConnectError::data(format!(
-                            "topic `{}` maps onto the offsets table `{table}` (offsets.table.name); route it elsewhere with table.name.format or a transform",
-                            record.topic
-                        ))
-                        .with_class("OffsetsTableTarget"));
-                    }
-                    let slot = match by_table.iter().position(|(t, _)| *t == table) {
-                        Some(slot) => slot,
-                        None => {
-                            by_table.push((table, Vec::new()));
-                            by_table.len() - 1
-                        }
-                    };
-                    tables.push((&record.topic, slot));
-                    slot
-                }
-            };
-            by_table[slot].1.push(op);
-        }
-        Ok(by_table
-            .into_iter()
-            .map(|(t, ops)| (t, self.phases(ops)))
-            .collect())
-    }
-
     /// Prepares and writes every table on `conn`. On MySQL the tables were
     /// prepared outside the transaction already (its DDL commits).
     async fn write_all(
         &mut self,
         conn: &mut db::Conn<'_>,
-        plan: Vec<(String, Vec<Phase>)>,
+        plan: Vec<(String, Vec<Op>)>,
     ) -> Result<(), ConnectError> {
-        for (table, phases) in plan {
+        for (table, ops) in plan {
             let info = match (conn.dialect(), self.tables.get(&table)) {
                 (Dialect::MySql, Some(info)) => info.clone(),
-                _ => self.prepare_table(conn, &table, &phases).await?,
+                _ => self.prepare_table(conn, &table, &ops).await?,
             };
+            let phases = self.phases(ops, &info);
             self.write_table(conn, &table, &info, phases).await?;
         }
         Ok(())
@@ -972,7 +1052,7 @@ impl JdbcSinkTask {
 
     async fn put_in_transaction(
         &mut self,
-        plan: Vec<(String, Vec<Phase>)>,
+        plan: Vec<(String, Vec<Op>)>,
     ) -> Result<(), ConnectError> {
         let mut tx = self.take_transaction(TxState::Broken).await?;
         // Each put is atomic within the transaction, so the runtime can
@@ -1037,7 +1117,10 @@ impl SinkTask for JdbcSinkTask {
     }
 
     async fn put(&mut self, records: Vec<Record>) -> Result<(), ConnectError> {
-        let plan = self.plan(&records)?;
+        let planner = self.planner.clone();
+        let plan = tokio::task::spawn_blocking(move || planner.plan(&records))
+            .await
+            .map_err(|e| ConnectError::fatal(format!("planning the batch failed: {e}")))??;
         if plan.is_empty() {
             return Ok(());
         }
@@ -1050,8 +1133,8 @@ impl SinkTask for JdbcSinkTask {
                     .acquire()
                     .await
                     .map_err(|e| classify("connecting".into(), e))?;
-                for (table, phases) in &plan {
-                    self.prepare_table(&mut c.conn(), table, phases).await?;
+                for (table, ops) in &plan {
+                    self.prepare_table(&mut c.conn(), table, ops).await?;
                 }
                 Ok::<_, ConnectError>(())
             }
@@ -1095,17 +1178,28 @@ impl SinkTask for JdbcSinkTask {
         Ok(())
     }
 
-    async fn commit(&mut self, offsets: &[PartitionOffset]) -> Result<(), ConnectError> {
+    async fn commit(&mut self, offsets: &[CommitOffset]) -> Result<(), ConnectError> {
         let mut tx = self.take_transaction(TxState::Idle).await?;
-        let rows: Vec<(String, i32, i64)> = offsets
-            .iter()
-            .map(|o| (o.topic.clone(), o.partition, o.offset))
-            .collect();
         let table = self.cfg.offsets_table.clone();
-        tx.conn()
-            .store_offsets(&table, &self.context.connector, &rows)
-            .await
-            .map_err(|e| classify(format!("storing offsets in `{table}`"), e))?;
+        let stored = tx
+            .conn()
+            .store_offsets_fenced(&table, &self.context.connector, offsets)
+            .await;
+        let fenced = match stored {
+            Ok(fenced) => fenced,
+            Err(e) => {
+                let _ = tx.rollback().await;
+                return Err(classify(format!("storing offsets in `{table}`"), e));
+            }
+        };
+        if let Some((topic, partition)) = fenced {
+            let _ = tx.rollback().await;
+            self.tables.clear();
+            return Err(ConnectError::fenced(format!(
+                "another task of connector `{}` committed offsets of {topic}-{partition} past where this batch began (in `{table}`): this task no longer owns the partition, so the batch is rolled back and the partition read again from the stored offset",
+                self.context.connector
+            )));
+        }
         // A failed COMMIT may still have committed: the runtime checks the
         // stored offsets before redoing the batch.
         tx.commit()

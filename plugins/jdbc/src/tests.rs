@@ -223,10 +223,11 @@ async fn a_topic_that_maps_onto_the_offsets_table_is_refused() {
     );
     let mut t = task(&cfg).await;
     t.begin().await.unwrap();
-    t.commit(&[PartitionOffset {
+    t.commit(&[sluice_sdk::CommitOffset {
         topic: "orders".into(),
         partition: 0,
-        offset: 10,
+        first: 0,
+        next: 10,
     }])
     .await
     .unwrap();

@@ -1,9 +1,16 @@
 //! JSON field values as SQL values, and the coercions into a column's type.
 
+use std::collections::HashMap;
+
+use serde_json::value::RawValue;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ColumnKind {
     Int,
     Float,
+    /// NUMERIC and DECIMAL: written from the decimal text, never through a
+    /// double, so every digit the column can hold is kept.
+    Decimal,
     Bool,
     Text,
 }
@@ -16,10 +23,9 @@ impl ColumnKind {
             ColumnKind::Bool
         } else if t.contains("INT") && !t.contains("POINT") && !t.contains("INTERVAL") {
             ColumnKind::Int
-        } else if ["REAL", "FLOA", "DOUB", "NUMERIC", "DECIMAL"]
-            .iter()
-            .any(|k| t.contains(k))
-        {
+        } else if t.contains("NUMERIC") || t.contains("DECIMAL") {
+            ColumnKind::Decimal
+        } else if ["REAL", "FLOA", "DOUB"].iter().any(|k| t.contains(k)) {
             ColumnKind::Float
         } else {
             ColumnKind::Text
@@ -32,6 +38,9 @@ pub enum SqlValue {
     Null,
     Int(i64),
     Float(f64),
+    /// A JSON number that is not an `i64`, as written: a NUMERIC column
+    /// takes it exactly, a floating-point column as the nearest double.
+    Decimal(String),
     Bool(bool),
     Text(String),
 }
@@ -43,7 +52,7 @@ impl SqlValue {
             serde_json::Value::Bool(b) => SqlValue::Bool(*b),
             serde_json::Value::Number(n) => match n.as_i64() {
                 Some(i) => SqlValue::Int(i),
-                None => SqlValue::Float(n.as_f64().unwrap_or(f64::NAN)),
+                None => SqlValue::Decimal(n.to_string()),
             },
             serde_json::Value::String(s) => SqlValue::Text(s.clone()),
             // Nested structures are stored as their JSON text.
@@ -57,12 +66,22 @@ impl SqlValue {
         use SqlValue::*;
         match (self, other) {
             (Int(a), Int(b)) => a < b,
-            (Int(a), Float(b)) => (*a as f64) < *b,
-            (Float(a), Int(b)) => *a < *b as f64,
-            (Float(a), Float(b)) => a < b,
             (Text(a), Text(b)) => a < b,
             (Bool(a), Bool(b)) => a < b,
-            _ => false,
+            (a, b) => match (a.as_f64(), b.as_f64()) {
+                (Some(a), Some(b)) => a < b,
+                _ => false,
+            },
+        }
+    }
+
+    /// A number's value as a double (for ordering, not for writing).
+    fn as_f64(&self) -> Option<f64> {
+        match self {
+            SqlValue::Int(i) => Some(*i as f64),
+            SqlValue::Float(f) => Some(*f),
+            SqlValue::Decimal(d) => d.parse().ok(),
+            _ => None,
         }
     }
 
@@ -71,7 +90,9 @@ impl SqlValue {
         match self {
             SqlValue::Null => None,
             SqlValue::Int(_) => Some(ColumnKind::Int),
-            SqlValue::Float(_) => Some(ColumnKind::Float),
+            // A new column for a JSON number is a double, as before; a
+            // NUMERIC column made by `column.types` takes it exactly.
+            SqlValue::Float(_) | SqlValue::Decimal(_) => Some(ColumnKind::Float),
             SqlValue::Bool(_) => Some(ColumnKind::Bool),
             SqlValue::Text(_) => Some(ColumnKind::Text),
         }
@@ -83,12 +104,28 @@ impl SqlValue {
         Ok(match (self, kind) {
             (Null, _) => Null,
             (Int(i), ColumnKind::Int) => Int(i),
-            (Int(i), ColumnKind::Float) => Float(i as f64),
+            // A double holds every integer up to 2^53 exactly; beyond, it
+            // would round (an id written as its neighbour).
+            (Int(i), ColumnKind::Float) if i.unsigned_abs() <= 1 << 53 => Float(i as f64),
+            (Int(i), ColumnKind::Float) => {
+                return Err(format!(
+                    "{i} does not fit a floating-point column exactly (more than 53 bits); use an integer or NUMERIC column"
+                ));
+            }
             (Int(i), ColumnKind::Text) => Text(i.to_string()),
             (Int(i @ (0 | 1)), ColumnKind::Bool) => Bool(i == 1),
+            (Int(i), ColumnKind::Decimal) => Text(i.to_string()),
             (Float(f), ColumnKind::Float) => Float(f),
             (Float(f), ColumnKind::Int) if f.fract() == 0.0 && f.abs() < 9.0e15 => Int(f as i64),
-            (Float(f), ColumnKind::Text) => Text(f.to_string()),
+            (Float(f), ColumnKind::Text | ColumnKind::Decimal) => Text(f.to_string()),
+            (Decimal(d), ColumnKind::Text | ColumnKind::Decimal) => Text(d),
+            (Decimal(d), ColumnKind::Float) => {
+                Float(d.parse().map_err(|_| format!("`{d}` is not a number"))?)
+            }
+            (Decimal(d), ColumnKind::Int) => match d.parse::<f64>() {
+                Ok(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => Int(f as i64),
+                _ => return Err(format!("`{d}` is not an integer")),
+            },
             (Bool(b), ColumnKind::Bool) => Bool(b),
             (Bool(b), ColumnKind::Int) => Int(i64::from(b)),
             (Bool(b), ColumnKind::Text) => Text(b.to_string()),
@@ -102,6 +139,8 @@ impl SqlValue {
                     .parse()
                     .map_err(|_| format!("`{s}` is not a number"))?,
             ),
+            (Text(s), ColumnKind::Decimal) if is_decimal(s.trim()) => Text(s.trim().to_string()),
+            (Text(s), ColumnKind::Decimal) => return Err(format!("`{s}` is not a decimal number")),
             (Text(s), ColumnKind::Bool) => match s.trim() {
                 "true" => Bool(true),
                 "false" => Bool(false),
@@ -147,11 +186,33 @@ impl<'de> serde::de::Visitor<'de> for ParsedValueVisitor {
 
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<ParsedValue, A::Error> {
         let mut fields: Vec<(String, SqlValue)> = Vec::with_capacity(map.size_hint().unwrap_or(8));
+        // Where each name is, once there are too many fields to search:
+        // a record may have a hundred thousand.
+        let mut index: Option<HashMap<String, usize>> = None;
         while let Some(name) = map.next_key::<String>()? {
-            let value = map.next_value::<FieldValue>()?.0;
-            match fields.iter_mut().find(|(n, _)| *n == name) {
-                Some((_, v)) => *v = value,
-                None => fields.push((name, value)),
+            let raw = map.next_value::<&RawValue>()?;
+            let value = field_value(raw.get()).map_err(serde::de::Error::custom)?;
+            let seen = match &mut index {
+                Some(index) => index.get(&name).copied(),
+                None => fields.iter().position(|(n, _)| *n == name),
+            };
+            match seen {
+                Some(at) => fields[at].1 = value,
+                None => {
+                    if let Some(index) = &mut index {
+                        index.insert(name.clone(), fields.len());
+                    }
+                    fields.push((name, value));
+                    if index.is_none() && fields.len() > INDEX_FIELDS_AFTER {
+                        index = Some(
+                            fields
+                                .iter()
+                                .enumerate()
+                                .map(|(i, (n, _))| (n.clone(), i))
+                                .collect(),
+                        );
+                    }
+                }
             }
         }
         Ok(ParsedValue::Object(fields))
@@ -191,72 +252,47 @@ impl<'de> serde::de::Visitor<'de> for ParsedValueVisitor {
     }
 }
 
-/// One field's value as a column value: what [`SqlValue::from_json`] gives
-/// for the same JSON.
-struct FieldValue(SqlValue);
+/// Objects with more fields than this look names up in a hash map.
+const INDEX_FIELDS_AFTER: usize = 32;
 
-impl<'de> serde::Deserialize<'de> for FieldValue {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(FieldValueVisitor)
-    }
+/// One field's JSON text as a column value: what [`SqlValue::from_json`]
+/// gives for the same JSON, except that a number keeps the digits it was
+/// written with.
+fn field_value(raw: &str) -> Result<SqlValue, serde_json::Error> {
+    let raw = raw.trim();
+    Ok(match raw.as_bytes().first() {
+        Some(b'n') => SqlValue::Null,
+        Some(b't') => SqlValue::Bool(true),
+        Some(b'f') => SqlValue::Bool(false),
+        // Most strings have no escapes: their text is between the quotes.
+        Some(b'"') if !raw.contains('\\') => SqlValue::Text(raw[1..raw.len() - 1].to_owned()),
+        Some(b'"') => SqlValue::Text(serde_json::from_str(raw)?),
+        // Nested structures are stored as their compact JSON text.
+        Some(b'{' | b'[') => {
+            SqlValue::Text(serde_json::from_str::<serde_json::Value>(raw)?.to_string())
+        }
+        _ => match raw.parse::<i64>() {
+            Ok(i) => SqlValue::Int(i),
+            Err(_) => SqlValue::Decimal(raw.to_owned()),
+        },
+    })
 }
 
-struct FieldValueVisitor;
-
-impl<'de> serde::de::Visitor<'de> for FieldValueVisitor {
-    type Value = FieldValue;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a JSON value")
-    }
-
-    fn visit_unit<E>(self) -> Result<FieldValue, E> {
-        Ok(FieldValue(SqlValue::Null))
-    }
-
-    fn visit_none<E>(self) -> Result<FieldValue, E> {
-        Ok(FieldValue(SqlValue::Null))
-    }
-
-    fn visit_bool<E>(self, b: bool) -> Result<FieldValue, E> {
-        Ok(FieldValue(SqlValue::Bool(b)))
-    }
-
-    fn visit_i64<E>(self, i: i64) -> Result<FieldValue, E> {
-        Ok(FieldValue(SqlValue::Int(i)))
-    }
-
-    fn visit_u64<E>(self, u: u64) -> Result<FieldValue, E> {
-        Ok(FieldValue(match i64::try_from(u) {
-            Ok(i) => SqlValue::Int(i),
-            Err(_) => SqlValue::Float(u as f64),
-        }))
-    }
-
-    fn visit_f64<E>(self, f: f64) -> Result<FieldValue, E> {
-        Ok(FieldValue(SqlValue::Float(f)))
-    }
-
-    fn visit_str<E>(self, s: &str) -> Result<FieldValue, E> {
-        Ok(FieldValue(SqlValue::Text(s.to_owned())))
-    }
-
-    fn visit_string<E>(self, s: String) -> Result<FieldValue, E> {
-        Ok(FieldValue(SqlValue::Text(s)))
-    }
-
-    // Nested structures are stored as their compact JSON text.
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<FieldValue, A::Error> {
-        use serde::Deserialize;
-        let v = serde_json::Value::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))?;
-        Ok(FieldValue(SqlValue::Text(v.to_string())))
-    }
-
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<FieldValue, A::Error> {
-        use serde::Deserialize;
-        let v = serde_json::Value::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
-        Ok(FieldValue(SqlValue::Text(v.to_string())))
-    }
+/// Whether `s` is a decimal number as SQL reads one: a sign, digits with
+/// at most one point, an exponent.
+pub fn is_decimal(s: &str) -> bool {
+    let s = s.strip_prefix(['+', '-']).unwrap_or(s);
+    let (mantissa, exponent) = match s.find(['e', 'E']) {
+        Some(at) => (&s[..at], Some(&s[at + 1..])),
+        None => (s, None),
+    };
+    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let digits = |p: &str| p.bytes().all(|b| b.is_ascii_digit());
+    let exponent_ok = exponent.is_none_or(|e| {
+        let e = e.strip_prefix(['+', '-']).unwrap_or(e);
+        !e.is_empty() && digits(e)
+    });
+    !(whole.is_empty() && fraction.is_empty()) && digits(whole) && digits(fraction) && exponent_ok
 }
 
 /// A primary key's values as a hash-map key: equal when every value is
@@ -285,6 +321,7 @@ impl std::hash::Hash for KeyRef<'_> {
                 SqlValue::Null => {}
                 SqlValue::Int(i) => i.hash(h),
                 SqlValue::Float(f) => f.to_bits().hash(h),
+                SqlValue::Decimal(d) => d.hash(h),
                 SqlValue::Bool(b) => b.hash(h),
                 SqlValue::Text(s) => s.hash(h),
             }
@@ -343,5 +380,82 @@ mod tests {
         assert_eq!(set.len(), 4);
         let again = vec![SqlValue::Int(1), SqlValue::Int(2)];
         assert!(set.contains(&KeyRef(&again)));
+    }
+
+    #[test]
+    fn a_repeated_field_keeps_its_place_and_last_value_in_a_wide_object() {
+        let mut json = String::from("{");
+        for i in 0..1000 {
+            json.push_str(&format!("\"f{i}\": {i},"));
+        }
+        json.push_str("\"f5\": \"again\", \"f999\": null}");
+        let ParsedValue::Object(fields) = ParsedValue::parse(json.as_bytes()).unwrap() else {
+            panic!("an object");
+        };
+        assert_eq!(fields.len(), 1000);
+        assert_eq!(
+            fields[5],
+            ("f5".to_string(), SqlValue::Text("again".into()))
+        );
+        assert_eq!(fields[999], ("f999".to_string(), SqlValue::Null));
+        assert_eq!(fields[998], ("f998".to_string(), SqlValue::Int(998)));
+    }
+
+    #[test]
+    fn numbers_keep_their_digits_for_decimal_columns() {
+        let ParsedValue::Object(fields) =
+            ParsedValue::parse(br#"{"a": 12345678901234567.89, "b": "x\"y", "c": -2}"#).unwrap()
+        else {
+            panic!("an object");
+        };
+        assert_eq!(
+            fields[0].1,
+            SqlValue::Decimal("12345678901234567.89".into())
+        );
+        assert_eq!(fields[1].1, SqlValue::Text("x\"y".into()));
+        let exact = fields[0].1.clone().coerce(ColumnKind::Decimal).unwrap();
+        assert_eq!(exact, SqlValue::Text("12345678901234567.89".into()));
+        let double = fields[0].1.clone().coerce(ColumnKind::Float).unwrap();
+        assert_eq!(double, SqlValue::Float(12345678901234567.89));
+        assert_eq!(
+            SqlValue::Text(" 1.5e-3 ".into()).coerce(ColumnKind::Decimal),
+            Ok(SqlValue::Text("1.5e-3".into()))
+        );
+        assert_eq!(
+            SqlValue::Int(-2).coerce(ColumnKind::Decimal),
+            Ok(SqlValue::Text("-2".into()))
+        );
+        assert!(
+            SqlValue::Text("12,5".into())
+                .coerce(ColumnKind::Decimal)
+                .is_err()
+        );
+        for ok in ["0", "-1", "+1.5", ".5", "5.", "1e9", "1.5E-3"] {
+            assert!(is_decimal(ok), "{ok}");
+        }
+        for bad in ["", ".", "-", "1e", "1.2.3", "0x10", "NaN", "1 2", "e5"] {
+            assert!(!is_decimal(bad), "{bad}");
+        }
+        assert_eq!(
+            ColumnKind::from_declared("numeric(20,2)"),
+            ColumnKind::Decimal
+        );
+        assert_eq!(
+            ColumnKind::from_declared("decimal(38,20)"),
+            ColumnKind::Decimal
+        );
+        assert_eq!(
+            ColumnKind::from_declared("double precision"),
+            ColumnKind::Float
+        );
+        // Integers go into a double only where they stay the same number.
+        assert_eq!(
+            SqlValue::Int(1 << 53).coerce(ColumnKind::Float),
+            Ok(SqlValue::Float(9007199254740992.0))
+        );
+        let err = SqlValue::Int(-9007199254740993)
+            .coerce(ColumnKind::Float)
+            .unwrap_err();
+        assert!(err.contains("53 bits"), "{err}");
     }
 }

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use rdkafka::consumer::Consumer;
 use rdkafka::{Message, Offset, TopicPartitionList};
-use sluice_sdk::{ConnectError, ErrorKind, PartitionOffset, Record, SinkTask};
+use sluice_sdk::{CommitOffset, ConnectError, ErrorKind, Record, SinkTask};
 
 use super::TaskEnv;
 use super::consume::*;
@@ -223,17 +223,26 @@ async fn write_batch(
     env.count("consume", "ok", batch.len());
     env.observe_batch(batch.len());
     env.note_topics(batch.iter().map(|r| r.topic.as_str()));
-    // Next offset to read per partition, committed once every record of
-    // the batch was written or dead-lettered.
-    let next: BTreeMap<(String, i32), i64> = {
-        let mut next: BTreeMap<(&str, i32), i64> = BTreeMap::new();
+    // Per partition: the batch's first offset, and the next offset to read,
+    // committed once every record of the batch was written or
+    // dead-lettered.
+    let range: BTreeMap<(String, i32), (i64, i64)> = {
+        let mut range: BTreeMap<(&str, i32), (i64, i64)> = BTreeMap::new();
         for r in &batch {
-            next.insert((&r.topic, r.partition), r.offset + 1);
+            range
+                .entry((&r.topic, r.partition))
+                .or_insert((r.offset, r.offset))
+                .1 = r.offset + 1;
         }
-        next.into_iter()
-            .map(|((topic, partition), offset)| ((topic.to_string(), partition), offset))
+        range
+            .into_iter()
+            .map(|((topic, partition), offsets)| ((topic.to_string(), partition), offsets))
             .collect()
     };
+    let next: BTreeMap<(String, i32), i64> = range
+        .iter()
+        .map(|(tp, &(_, next))| (tp.clone(), next))
+        .collect();
 
     let inputs = check_converters(env, errors, batch).await?;
     let outputs = transform_all(env, errors, &inputs).await?;
@@ -250,18 +259,24 @@ async fn write_batch(
         .collect();
     let written = match guarantee {
         DeliveryGuarantee::ExactlyOnce => {
-            let offsets: Vec<PartitionOffset> = next
+            let offsets: Vec<CommitOffset> = range
                 .iter()
-                .map(|((topic, partition), offset)| PartitionOffset {
+                .map(|((topic, partition), &(first, next))| CommitOffset {
                     topic: topic.clone(),
                     partition: *partition,
-                    offset: *offset,
+                    first,
+                    next,
                 })
                 .collect();
             match put_exactly_once(task, errors, &class, &inputs, &outputs, &offsets).await {
                 Ok(written) => written,
                 // Stopping: nothing of the batch is committed; it is read again.
                 Err(_) if env.cancel.is_cancelled() => return Ok(BatchEnd::Stop),
+                Err(e) if e.is_fenced() => {
+                    tracing::warn!(connector = %env.connector, task = env.task_id, error = %e.full_message(), "exactly-once commit fenced; the batch is dropped and read again from the offsets stored in the sink");
+                    rewind(task, consumer, errors, &offsets).await?;
+                    return Ok(BatchEnd::Done);
+                }
                 Err(e) => return Err(e),
             }
         }
@@ -393,7 +408,7 @@ async fn put_exactly_once(
     class: &str,
     inputs: &[Record],
     outputs: &[(usize, Record)],
-    offsets: &[PartitionOffset],
+    offsets: &[CommitOffset],
 ) -> Result<usize, ConnectError> {
     let mut dead = BTreeSet::new();
     let mut retrier = errors.retrier(Stage::TaskPut, true);
@@ -421,6 +436,11 @@ async fn put_exactly_once(
             }
             Err(e) => {
                 task.rollback().await;
+                if e.is_fenced() {
+                    // Redoing it would be fenced again: the caller reads
+                    // on from the stored offsets instead.
+                    return Err(e);
+                }
                 let what = "writing the batch and its offsets in one transaction";
                 match retrier.after(e, what).await {
                     Retry::Again => {}
@@ -439,7 +459,7 @@ async fn put_exactly_once(
 /// Whether the sink's stored offsets already cover `offsets`.
 async fn already_committed(
     task: &mut dyn SinkTask,
-    offsets: &[PartitionOffset],
+    offsets: &[CommitOffset],
 ) -> Result<bool, ConnectError> {
     let partitions: Vec<(String, i32)> = offsets
         .iter()
@@ -449,8 +469,61 @@ async fn already_committed(
     Ok(offsets.iter().all(|o| {
         stored
             .iter()
-            .any(|s| s.topic == o.topic && s.partition == o.partition && s.offset >= o.offset)
+            .any(|s| s.topic == o.topic && s.partition == o.partition && s.offset >= o.next)
     }))
+}
+
+/// After a fenced commit: moves the batch's partitions (those still
+/// assigned) to the offsets stored in the sink, or back to the batch's
+/// first offset where none is stored, so nothing the other task did not
+/// write is skipped and nothing it wrote is written again.
+async fn rewind(
+    task: &mut dyn SinkTask,
+    consumer: &Arc<TaskConsumer>,
+    errors: &ErrorHandler,
+    offsets: &[CommitOffset],
+) -> Result<(), ConnectError> {
+    let partitions: Vec<(String, i32)> = offsets
+        .iter()
+        .map(|o| (o.topic.clone(), o.partition))
+        .collect();
+    let stored: Result<_, ConnectError> = retry_infrastructure!(
+        errors,
+        Stage::TaskPut,
+        "reading the offsets stored in the sink",
+        task.stored_offsets(&partitions).await
+    );
+    let stored = stored?.ok_or_else(|| ConnectError::retriable("stopped while rewinding"))?;
+    let positions: Vec<(String, i32, i64)> = offsets
+        .iter()
+        .map(|o| {
+            let at = stored
+                .iter()
+                .find(|s| s.topic == o.topic && s.partition == o.partition)
+                .map_or(o.first, |s| s.offset);
+            (o.topic.clone(), o.partition, at)
+        })
+        .collect();
+    tracing::info!(positions = ?positions.iter().map(|(t, p, o)| format!("{t}-{p}@{o}")).collect::<Vec<_>>(), "rewound to the offsets stored in the sink");
+    let c = consumer.clone();
+    tokio::task::spawn_blocking(move || {
+        let owned = c.assignment()?;
+        let mut seek = TopicPartitionList::new();
+        for (topic, partition, offset) in &positions {
+            if owned.find_partition(topic, *partition).is_some() {
+                seek.add_partition_offset(topic, *partition, Offset::Offset(*offset))?;
+            }
+        }
+        if seek.count() > 0 {
+            c.seek_partitions(seek, Duration::from_secs(30))?;
+        }
+        Ok::<_, rdkafka::error::KafkaError>(())
+    })
+    .await
+    .map_err(|e| ConnectError::fatal(format!("seeking thread failed: {e}")))?
+    .map_err(|e| {
+        ConnectError::fatal("moving the consumer to the offsets stored in the sink").with_source(e)
+    })
 }
 
 /// Exactly-once: moves newly assigned (and paused) partitions to the

@@ -91,6 +91,12 @@ fn failure(out: &Result<Vec<Record>, TransformFailure>) -> (&str, ErrorKind, Str
     (f.transform.as_str(), f.error.kind, f.error.full_message())
 }
 
+/// The error class of a failed record (`TransformTimeout`, ...).
+fn failure_class(out: &Result<Vec<Record>, TransformFailure>) -> String {
+    let f = out.as_ref().expect_err("failed");
+    f.error.class_name().to_string()
+}
+
 #[test]
 fn map_drop_flat_map_and_every_error_class() {
     let (host, metrics) = host();
@@ -275,6 +281,84 @@ fn a_memory_bomb_hits_the_memory_limit() {
         "{message}"
     );
     assert_eq!(values(&out[1]), vec!["fine"]);
+}
+
+/// A guest blocked in the host (a WASI sleep) is out of the epoch
+/// deadline's reach: its wait is cut at the deadline, and the call fails
+/// as a timeout rather than holding the task for the whole sleep.
+#[test]
+fn a_sleep_is_stopped_by_the_time_limit() {
+    let (host, metrics) = host();
+    let mut c = chain(&host, &metrics, &chaos(&[("limits.timeout.ms", "300")]));
+    // An hour's sleep: the call must come back long before, or the task
+    // is held for as long as the guest likes.
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let out = c.apply(vec![rec("sleep:3600000"), rec("ok")]);
+        let _ = done.send((c, out));
+    });
+    let (mut c, out) = finished
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("the sleeping guest was not stopped by limits.timeout.ms");
+    let (_, kind, message) = failure(&out[0]);
+    assert_eq!(kind, ErrorKind::Data);
+    assert!(
+        message.contains("exceeded its time limit of 300 ms"),
+        "{message}"
+    );
+    assert_eq!(values(&out[1]), vec!["ok"]);
+    // A short sleep within the limit is fine.
+    assert_eq!(values(&c.apply(vec![rec("sleep:10")])[0]), vec!["sleep:10"]);
+}
+
+/// The hostile components of tests/guests/hostile, as a one-transform chain.
+fn hostile(name: &str, extra: &[(&'static str, String)]) -> Vec<(&'static str, String)> {
+    let mut pairs = vec![
+        ("transforms", "h".to_string()),
+        ("transforms.h.type", "wasm".to_string()),
+        (
+            "transforms.h.module",
+            fixtures::build_hostile(name).display().to_string(),
+        ),
+    ];
+    pairs.extend(extra.iter().cloned());
+    pairs
+}
+
+/// Nine memories of 1 MiB, each under a 4 MiB limit: the limit is on all
+/// of an instance's memories together.
+#[test]
+fn many_memories_share_one_memory_limit() {
+    let (host, metrics) = host();
+    let limit = 4 * 1024 * 1024;
+    let mut c = chain(
+        &host,
+        &metrics,
+        &hostile(
+            "many_memories",
+            &[("transforms.h.limits.memory.bytes", limit.to_string())],
+        ),
+    );
+    let out = c.apply(vec![rec("x")]);
+    let (_, kind, message) = failure(&out[0]);
+    assert_eq!(kind, ErrorKind::Data);
+    assert_eq!(failure_class(&out[0]), "TransformMemoryLimit", "{message}");
+    assert!(
+        message.contains(&format!("exceeded its memory limit of {limit} bytes")),
+        "{message}"
+    );
+}
+
+/// Table elements are host memory outside any linear memory: bounded.
+#[test]
+fn table_growth_is_bounded() {
+    let (host, metrics) = host();
+    let mut c = chain(&host, &metrics, &hostile("table_growth", &[]));
+    let out = c.apply(vec![rec("x")]);
+    let (_, kind, message) = failure(&out[0]);
+    assert_eq!(kind, ErrorKind::Data);
+    assert_eq!(failure_class(&out[0]), "TransformTableLimit", "{message}");
+    assert!(message.contains("tables would hold"), "{message}");
 }
 
 #[test]

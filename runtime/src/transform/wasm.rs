@@ -8,8 +8,13 @@
 //! arguments; clocks and random work; stdout and stderr go to the worker's
 //! log. A component that imports networking (`wasi:sockets`, `wasi:http`)
 //! is rejected when the connector is created. Each call has a time limit
-//! (epoch interruption) and each instance a memory limit; a trap, a timeout
-//! or a memory blow-up discards the instance and is isolated to its record.
+//! (epoch interruption while the guest computes; a wait on a clock that
+//! would end past the deadline is a timeout at once, so sleeping cannot
+//! outlast it) and each instance
+//! a memory limit on all its linear memories together, with bounded
+//! counts of memories, tables, table elements and core instances; a trap,
+//! a timeout or a limit reached discards the instance and is isolated to
+//! its record.
 
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
@@ -23,8 +28,11 @@ use sha2::Digest;
 use sluice_sdk::{ConnectError, ErrorKind, Header, Record, codec};
 use wasmtime::component::types::ComponentItem;
 use wasmtime::component::{Component, Linker, ResourceTable};
-use wasmtime::{Config, Engine, Store, StoreLimits, StoreLimitsBuilder};
+use wasmtime::component::{HasData, Resource};
+use wasmtime::{Config, Engine, ResourceLimiter, Store};
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
+use wasmtime_wasi::clocks::{WasiClocksCtxView, WasiClocksView};
+use wasmtime_wasi::p2::bindings::clocks::monotonic_clock;
 use wasmtime_wasi::p2::{OutputStream, Pollable, StreamResult};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
@@ -115,6 +123,16 @@ impl WasmHost {
         let engine = Engine::new(&config)?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
+        // The monotonic clock again, with no wait past the call's deadline:
+        // a guest blocked in the host is out of the epoch's reach.
+        linker.allow_shadowing(true);
+        monotonic_clock::add_to_linker::<GuestState, DeadlineClocks>(&mut linker, |s| {
+            DeadlineClock {
+                deadline: s.deadline,
+                clocks: s.clocks(),
+            }
+        })?;
+        linker.allow_shadowing(false);
         if let Some(dir) = &cache_dir {
             std::fs::create_dir_all(dir).map_err(|e| {
                 anyhow::anyhow!("creating the WASM cache directory {}: {e}", dir.display())
@@ -283,16 +301,156 @@ impl WasmHost {
         let state = GuestState {
             wasi,
             table: ResourceTable::new(),
-            limits: StoreLimitsBuilder::new()
-                .memory_size(limits.memory_bytes)
-                .instances(64)
-                .trap_on_grow_failure(true)
-                .build(),
+            limits: GuestLimits::new(limits.memory_bytes),
+            deadline: None,
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limits);
-        store.set_epoch_deadline(ticks_for(limits.timeout_ms));
+        set_deadline(&mut store, limits.timeout_ms);
         store
+    }
+}
+
+/// Arms the time limit of the next call: the epoch deadline for the
+/// guest's code, and the instant clock waits are cut at.
+fn set_deadline(store: &mut Store<GuestState>, timeout_ms: u64) {
+    store.set_epoch_deadline(ticks_for(timeout_ms));
+    store.data_mut().deadline = Some(Instant::now() + Duration::from_millis(timeout_ms));
+}
+
+/// Core instances a component may create (its modules and adapters).
+const MAX_INSTANCES: usize = 64;
+/// Linear memories, all instances together; their total size is bounded
+/// by `limits.memory.bytes`.
+const MAX_MEMORIES: usize = 16;
+/// Tables, all instances together.
+const MAX_TABLES: usize = 64;
+/// Table elements, all tables together (8 bytes or more of host memory
+/// each): far above what a language runtime's function table needs.
+const MAX_TABLE_ELEMENTS: usize = 4 << 20;
+
+/// The sandbox's limits on one store. Memory is counted over every linear
+/// memory of every instance, so a module with many memories cannot
+/// multiply `limits.memory.bytes`.
+struct GuestLimits {
+    memory_limit: usize,
+    memory_used: usize,
+    table_elements_used: usize,
+}
+
+/// A limit of the sandbox that a guest reached: the call traps with it.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxLimit {
+    #[error("its linear memories would total {wanted} bytes, over limits.memory.bytes={limit}")]
+    Memory { wanted: usize, limit: usize },
+    #[error("its tables would hold {wanted} elements, over the sandbox's {MAX_TABLE_ELEMENTS}")]
+    TableElements { wanted: usize },
+}
+
+impl GuestLimits {
+    fn new(memory_limit: usize) -> Self {
+        Self {
+            memory_limit,
+            memory_used: 0,
+            table_elements_used: 0,
+        }
+    }
+}
+
+impl ResourceLimiter for GuestLimits {
+    fn memory_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        let wanted = self
+            .memory_used
+            .saturating_add(desired.saturating_sub(current));
+        if wanted > self.memory_limit {
+            return Err(SandboxLimit::Memory {
+                wanted,
+                limit: self.memory_limit,
+            }
+            .into());
+        }
+        self.memory_used = wanted;
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        let wanted = self
+            .table_elements_used
+            .saturating_add(desired.saturating_sub(current));
+        if wanted > MAX_TABLE_ELEMENTS {
+            return Err(SandboxLimit::TableElements { wanted }.into());
+        }
+        self.table_elements_used = wanted;
+        Ok(true)
+    }
+
+    fn instances(&self) -> usize {
+        MAX_INSTANCES
+    }
+
+    fn memories(&self) -> usize {
+        MAX_MEMORIES
+    }
+
+    fn tables(&self) -> usize {
+        MAX_TABLES
+    }
+}
+
+/// `wasi:clocks/monotonic-clock` for a guest: WASI's own, but a wait
+/// (`subscribe-duration`, `subscribe-instant`) that would end past the
+/// current call's deadline traps as a timeout at once.
+struct DeadlineClock<'a> {
+    deadline: Option<Instant>,
+    clocks: WasiClocksCtxView<'a>,
+}
+
+struct DeadlineClocks;
+
+impl HasData for DeadlineClocks {
+    type Data<'a> = DeadlineClock<'a>;
+}
+
+impl monotonic_clock::Host for DeadlineClock<'_> {
+    fn now(&mut self) -> wasmtime::Result<monotonic_clock::Instant> {
+        monotonic_clock::Host::now(&mut self.clocks)
+    }
+
+    fn resolution(&mut self) -> wasmtime::Result<monotonic_clock::Duration> {
+        monotonic_clock::Host::resolution(&mut self.clocks)
+    }
+
+    fn subscribe_instant(
+        &mut self,
+        when: monotonic_clock::Instant,
+    ) -> wasmtime::Result<Resource<wasmtime_wasi::p2::DynPollable>> {
+        let now = monotonic_clock::Host::now(&mut self.clocks)?;
+        self.subscribe_duration(when.saturating_sub(now))
+    }
+
+    fn subscribe_duration(
+        &mut self,
+        nanos: monotonic_clock::Duration,
+    ) -> wasmtime::Result<Resource<wasmtime_wasi::p2::DynPollable>> {
+        if let Some(deadline) = self.deadline {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if u128::from(nanos) >= left.as_nanos() {
+                // Waiting would outlast the call's time: it is out of time
+                // now (the epoch cannot interrupt a wait in the host).
+                return Err(wasmtime::Trap::Interrupt.into());
+            }
+        }
+        monotonic_clock::Host::subscribe_duration(&mut self.clocks, nanos)
     }
 }
 
@@ -303,7 +461,9 @@ fn ticks_for(timeout_ms: u64) -> u64 {
 pub struct GuestState {
     wasi: WasiCtx,
     table: ResourceTable,
-    limits: StoreLimits,
+    limits: GuestLimits,
+    /// When the current call's time is up.
+    deadline: Option<Instant>,
 }
 
 impl WasiView for GuestState {
@@ -592,10 +752,10 @@ impl WasmTransform {
         let started = Instant::now();
         self.metrics.calls.inc();
         self.metrics.records_in.inc_by(input.len() as u64);
-        let ticks = ticks_for(self.limits.timeout_ms);
+        let timeout_ms = self.limits.timeout_ms;
         let outcome = match self.instance() {
             Ok((store, instance)) => {
-                store.set_epoch_deadline(ticks);
+                set_deadline(store, timeout_ms);
                 instance.batch(store, &input)
             }
             Err(e) => {
@@ -643,9 +803,9 @@ impl WasmTransform {
     /// (`transform`; a one-record batch for the bytes world). A trap is this
     /// record's `data` error, and the instance is replaced.
     pub fn transform_one(&mut self, record: &Record) -> Outcome {
-        let ticks = ticks_for(self.limits.timeout_ms);
+        let timeout_ms = self.limits.timeout_ms;
         let (store, instance) = self.instance()?;
-        store.set_epoch_deadline(ticks);
+        set_deadline(store, timeout_ms);
         match instance.one(store, record) {
             Ok(result) => result,
             Err(trap) => {
@@ -659,22 +819,23 @@ impl WasmTransform {
                         self.limits.timeout_ms
                     )
                 } else {
-                    let text = format!("{trap:#}");
-                    if text.contains("forcing trap when growing memory") {
-                        format!(
-                            "exceeded its memory limit of {} bytes (limits.memory.bytes)",
+                    match trap.chain().find_map(|e| e.downcast_ref::<SandboxLimit>()) {
+                        Some(limit @ SandboxLimit::Memory { .. }) => format!(
+                            "exceeded its memory limit of {} bytes (limits.memory.bytes): {limit}",
                             self.limits.memory_bytes
-                        )
-                    } else {
-                        format!("trapped: {text}")
+                        ),
+                        Some(limit) => format!("exceeded a sandbox limit: {limit}"),
+                        None => format!("trapped: {trap:#}"),
                     }
                 };
                 let class = if timed_out {
                     "TransformTimeout"
-                } else if what.starts_with("exceeded its memory limit") {
-                    "TransformMemoryLimit"
                 } else {
-                    "TransformTrap"
+                    match trap.chain().find_map(|e| e.downcast_ref::<SandboxLimit>()) {
+                        Some(SandboxLimit::Memory { .. }) => "TransformMemoryLimit",
+                        Some(SandboxLimit::TableElements { .. }) => "TransformTableLimit",
+                        None => "TransformTrap",
+                    }
                 };
                 Err(
                     ConnectError::data(format!("transform `{}` {what}", self.name))

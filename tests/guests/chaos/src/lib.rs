@@ -12,6 +12,7 @@
 //! | `drop` | returns nothing |
 //! | `error:CLASS` | fails with that class (data, retriable, fatal) |
 //! | `clock` | returns the wall clock (clocks are allowed) |
+//! | `sleep:MS` | sleeps MS milliseconds (blocked in the host), then passes |
 //! | anything else | appends the `tag` config value to the value; with no
 //! `tag`, passes the record through untouched (to measure the boundary) |
 
@@ -93,6 +94,13 @@ impl Transform for Chaos {
                 "retriable" => ConnectError::retriable("chaos: retriable error requested"),
                 _ => ConnectError::fatal("chaos: fatal error requested"),
             }),
+            "sleep" => {
+                let ms: u64 = arg
+                    .parse()
+                    .map_err(|_| ConnectError::data(format!("sleep:{arg}: not a number")))?;
+                std::thread::sleep(std::time::Duration::from_millis(ms));
+                Ok(vec![record])
+            }
             "clock" => {
                 let now = std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)

@@ -376,7 +376,7 @@ pub fn replayed_record<'a>(
     target: &'a str,
     group: &'a str,
 ) -> FutureRecord<'a, [u8], [u8]> {
-    let count = (d.replay_count() + 1).to_string();
+    let count = d.replay_count().saturating_add(1).to_string();
     let mut headers = OwnedHeaders::new();
     for (k, v) in d.original_headers() {
         headers = headers.insert(KafkaHeader {

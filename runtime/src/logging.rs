@@ -112,9 +112,19 @@ pub fn set_level(logger: &str, level: &str) -> Result<Vec<String>, String> {
             LEVELS.join(", ")
         ));
     }
-    if logger.is_empty() || logger.contains([',', '=', ' ']) {
+    // A name the filter cannot take would reset every level to `info`
+    // when the filter is rebuilt.
+    let name_chars = |c: char| c.is_ascii_alphanumeric() || "_:.-".contains(c);
+    let directive = format!("{logger}={}", level.to_ascii_lowercase());
+    if logger.is_empty()
+        || !logger.chars().all(name_chars)
+        || (logger != "root"
+            && directive
+                .parse::<tracing_subscriber::filter::Directive>()
+                .is_err())
+    {
         return Err(format!(
-            "`{logger}` is not a logger name (a module path like sluice_runtime::task, or root)"
+            "`{logger}` is not a logger name (a module path like sluice_runtime::task, or root: letters, digits, `_`, `:`, `.` and `-`)"
         ));
     }
     let control = CONTROL.get().ok_or("logging is not initialised")?;
@@ -140,4 +150,18 @@ pub fn set_level(logger: &str, level: &str) -> Result<Vec<String>, String> {
         .map_err(|e| format!("applying the level: {e}"))?;
     changed.sort();
     Ok(changed)
+}
+
+#[cfg(test)]
+mod tests {
+    /// A name the filter cannot parse (found by the `rest_bodies` fuzz
+    /// target: `a[`, a NUL) was accepted, and rebuilding the filter then
+    /// reset every logger to `info`.
+    #[test]
+    fn names_the_filter_cannot_take_are_refused() {
+        for bad in ["a[", "\0root", "a b", "x=y", "a,b", "", "a{b}"] {
+            let err = super::set_level(bad, "DEBUG").unwrap_err();
+            assert!(err.contains("is not a logger name"), "{bad:?}: {err}");
+        }
+    }
 }

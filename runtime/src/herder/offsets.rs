@@ -260,6 +260,15 @@ pub fn sink_offset_changes(
         let partition = e["partition"]["kafka_partition"]
             .as_i64()
             .ok_or_else(|| bad(format!("each entry needs partition.kafka_partition: {e}")))?;
+        let partition = i32::try_from(partition)
+            .ok()
+            .filter(|p| *p >= 0)
+            .ok_or_else(|| {
+                bad(format!(
+                    "partition.kafka_partition must be a partition number (0 to {}): {e}",
+                    i32::MAX
+                ))
+            })?;
         if !topics.iter().any(|t| t == topic) {
             return Err(bad(format!(
                 "`{topic}` is not one of the connector's topics"
@@ -278,7 +287,7 @@ pub fn sink_offset_changes(
                     })?,
             ),
         };
-        out.push((topic.to_string(), partition as i32, offset));
+        out.push((topic.to_string(), partition, offset));
     }
     Ok(out)
 }

@@ -309,8 +309,9 @@ async fn metrics_count_what_flowed_and_lag_falls_to_zero() {
 }
 
 /// A task's failure counters exist at zero from its start, so dashboards
-/// and `rate()` work before the first failure: commit failures, retries at
-/// every stage and, for an exactly-once source, each transaction outcome.
+/// and `rate()` work before the first failure: commit failures; retries,
+/// errors and dead letters at every stage; and, for an exactly-once source,
+/// each transaction outcome.
 #[tokio::test(flavor = "multi_thread")]
 async fn failure_counters_are_exported_at_zero_from_the_start() {
     let env = fixtures::InProcess::start();
@@ -338,6 +339,11 @@ async fn failure_counters_are_exported_at_zero_from_the_start() {
         zero(&format!(
             r#"sluice_retries_total{{connector="zero",stage="{stage}",task="0"}} 0"#
         ));
+        for counter in ["sluice_errors_total", "sluice_dlq_records_total"] {
+            zero(&format!(
+                r#"{counter}{{connector="zero",error_class="DataError",stage="{stage}",task="0"}} 0"#
+            ));
+        }
     }
     for outcome in ["aborted", "ambiguous", "fenced"] {
         zero(&format!(

@@ -100,6 +100,9 @@ impl StatusCell {
     }
 }
 
+/// The error class of a data error that names none.
+const DEFAULT_DATA_CLASS: &str = "DataError";
+
 /// A task's metric handles, resolved once for its labels rather than at
 /// every batch (as `TransformMetrics` does for transforms).
 pub struct TaskMetrics {
@@ -115,16 +118,24 @@ pub struct TaskMetrics {
 }
 
 impl TaskMetrics {
-    /// Also creates the task's failure counters at zero (commit failures,
-    /// retries at every stage, and with `transactions` each transaction
-    /// outcome), so dashboards and `rate()` work before the first failure.
+    /// Also creates the task's failure counters at zero (commit failures;
+    /// retries, errors and dead letters at every stage; and with
+    /// `transactions` each transaction outcome), so dashboards and `rate()`
+    /// work before the first failure.
     pub fn new(metrics: &Metrics, connector: &str, task: u32, transactions: bool) -> Self {
         let labels = [connector.to_string(), task.to_string()];
         let pair = [labels[0].as_str(), labels[1].as_str()];
         for stage in crate::errors::Stage::ALL {
+            let stage = stage.as_str();
             metrics
                 .retries
-                .with_label_values(&[pair[0], pair[1], stage.as_str()]);
+                .with_label_values(&[pair[0], pair[1], stage]);
+            // Errors and dead letters are by class too; the class a data
+            // error has unless it names a narrower one stands for them, so
+            // sums over classes exist at zero.
+            let zero_class = [pair[0], pair[1], stage, DEFAULT_DATA_CLASS];
+            metrics.errors.with_label_values(&zero_class);
+            metrics.dlq_records.with_label_values(&zero_class);
         }
         if transactions {
             for outcome in crate::kafka::transaction::OUTCOMES {

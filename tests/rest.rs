@@ -539,6 +539,18 @@ async fn offsets_are_read_and_changed_while_stopped() {
             .status(),
         400
     );
+    // A partition number that is not one (negative, or past i32: 2^32 was
+    // taken as partition 0 and rewound it) is refused, changing nothing.
+    for partition in [json!(4_294_967_296u64), json!(-1)] {
+        let wrapped = json!({"offsets": [{"partition": {"kafka_topic": "rewind", "kafka_partition": partition}, "offset": {"kafka_offset": 0}}]});
+        let r = http
+            .patch(format!("{base}/connectors/rw/offsets"))
+            .json(&wrapped)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 400, "{partition}: {}", r.text().await.unwrap());
+    }
     assert_eq!(
         http.put(format!("{base}/connectors/rw/resume"))
             .send()

@@ -622,3 +622,93 @@ fn a_distributed_worker_needs_its_topics_and_no_config_file() {
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("task.slots.partitions"), "{stderr}");
 }
+
+/// Issue 21 #12: with the broker down, SIGTERM stops distributed workers
+/// within task.shutdown.graceful.timeout.ms plus the documented margin
+/// (they used to wait for each final status's producer timeout, a minute
+/// and more).
+#[tokio::test(flavor = "multi_thread")]
+async fn workers_stop_in_bounded_time_while_the_broker_is_down() {
+    let broker = sluice_runtime::kafka::EmbeddedBroker::start().unwrap();
+    for (topic, partitions) in [
+        ("down-configs", 1),
+        ("down-status", 1),
+        ("down-slots", 12),
+        ("down-orders", 2),
+    ] {
+        broker.create_topic(topic, partitions).await.unwrap();
+    }
+    let setting = Setting {
+        bootstrap: broker.bootstrap_servers().to_string(),
+        prefix: "down".into(),
+        embedded: None,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let ports: Vec<u16> = (0..2).map(|_| fixtures::free_port()).collect();
+    let mut workers: Vec<SluiceProcess> = ports
+        .iter()
+        .enumerate()
+        .map(|(i, port)| {
+            let file = write_worker(dir.path(), &setting, i, *port);
+            let mut config: Value =
+                serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+            for key in [
+                "config.storage.replication.factor",
+                "status.storage.replication.factor",
+                "task.slots.replication.factor",
+                "offset.storage.topic",
+            ] {
+                config.as_object_mut().unwrap().remove(key);
+            }
+            config["task.shutdown.graceful.timeout.ms"] = json!("2000");
+            std::fs::write(&file, config.to_string()).unwrap();
+            SluiceProcess::start_distributed(dir.path(), &file)
+        })
+        .collect();
+    let http = reqwest::Client::new();
+    let base = format!("http://127.0.0.1:{}", ports[0]);
+    for port in &ports {
+        fixtures::eventually(Duration::from_secs(90), "every worker's REST API", || {
+            let url = format!("http://127.0.0.1:{port}/health");
+            let http = http.clone();
+            async move { get_json(&http, &url).await }
+        })
+        .await;
+    }
+    let created = http
+        .post(format!("{base}/connectors"))
+        .json(&json!({"name": "down-gen", "config": {
+            "connector.class": "file-sink", "topics": "down-orders",
+            "file": dir.path().join("out.txt").display().to_string(),
+        }}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 201, "{}", created.text().await.unwrap());
+    let deadline = std::time::Instant::now() + Duration::from_secs(90);
+    // (A file sink runs one task.)
+    while running_tasks(&http, &base, "down-gen").await.is_none() {
+        if std::time::Instant::now() > deadline {
+            let status = get_json(&http, &format!("{base}/connectors/down-gen/status")).await;
+            let logs: Vec<String> = workers.iter().map(|w| w.log_text()).collect();
+            panic!(
+                "the task is not running: {status:?}\n{}",
+                logs.join("\n---\n")
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    broker.set_up(false).await.unwrap();
+    // Long enough for the clients to find the broker gone.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    // 2 s graceful timeout + the 5 s margin + slack for a loaded machine.
+    for w in &workers {
+        let _ = std::process::Command::new("kill")
+            .arg("-TERM")
+            .arg(w.child.id().to_string())
+            .status();
+    }
+    for w in &mut workers {
+        w.terminate(Duration::from_secs(20));
+    }
+}

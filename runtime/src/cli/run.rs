@@ -93,6 +93,7 @@ async fn run(worker_file: PathBuf, connector_files: Vec<PathBuf>, mode: Mode) ->
     tracing::info!("worker ready");
     wait_for_signal().await;
     tracing::info!("shutting down: finishing in-flight batches");
+    exit_after(shutdown_timeout(&loaded.config) + SHUTDOWN_MARGIN);
     herder.shutdown().await;
     shutdown.cancel();
     for server in servers {
@@ -185,6 +186,31 @@ fn build_worker(
 
 fn shutdown_timeout(config: &WorkerConfig) -> Duration {
     Duration::from_millis(config.task_shutdown_graceful_timeout_ms)
+}
+
+/// What a worker may take beyond `task.shutdown.graceful.timeout.ms` to
+/// stop (final statuses, leaving groups, closing clients) before it exits
+/// whatever is still waiting on an unreachable broker.
+pub const SHUTDOWN_MARGIN: Duration = Duration::from_secs(5);
+
+/// Exits the process once `bound` has passed, should the shutdown still
+/// be waiting then: on a broker that is down, closing a client or writing
+/// a status can wait for minutes. A thread, because what blocks may be a
+/// client's destructor, which no timer interrupts.
+fn exit_after(bound: Duration) {
+    let spawned = std::thread::Builder::new()
+        .name("shutdown-bound".into())
+        .spawn(move || {
+            std::thread::sleep(bound);
+            tracing::warn!(
+                bound_ms = bound.as_millis() as u64,
+                "shutdown did not finish within task.shutdown.graceful.timeout.ms and its margin (is the broker reachable?): exiting now; uncommitted records are read again, and a final task status not written is reconciled by the task's next holder"
+            );
+            std::process::exit(0);
+        });
+    if let Err(e) = spawned {
+        tracing::warn!(error = %e, "no thread to bound the shutdown: it may wait for the broker");
+    }
 }
 
 /// The connector files on the command line, validated whole before any

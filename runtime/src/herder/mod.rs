@@ -21,6 +21,10 @@ use crate::metrics::Metrics;
 use crate::validate::{ValidatedConnector, Validator};
 use crate::worker::{ConnectorStatus, TargetState, Updated, Worker, WorkerError};
 use distributed::Cluster;
+
+/// How long a stopping worker of a cluster tries to write its tasks' final
+/// statuses.
+pub const FINAL_STATUS_WAIT: Duration = Duration::from_secs(3);
 use standalone::ConfigFileStore;
 
 enum Mode {
@@ -323,7 +327,8 @@ impl Herder {
     }
 
     /// Stops every task cleanly (see [`Worker::shutdown`]); in a cluster,
-    /// reports them stopped so other workers need not wait to take them.
+    /// reports them stopped (for at most [`FINAL_STATUS_WAIT`]) so other
+    /// workers need not wait to take them, and leaves.
     pub async fn shutdown(&self) {
         let local_tasks: Vec<(String, u32)> = self
             .worker
@@ -334,7 +339,18 @@ impl Herder {
             .collect();
         self.worker.shutdown().await;
         if let Mode::Distributed(cluster) = &self.mode {
-            cluster.report_all_stopped(local_tasks).await;
+            // Bounded: with the broker down each status would wait for the
+            // producer's timeout. What is not written, the next holder of
+            // the task's slot reconciles.
+            let reported =
+                tokio::time::timeout(FINAL_STATUS_WAIT, cluster.report_all_stopped(local_tasks))
+                    .await;
+            if reported.is_err() {
+                tracing::warn!(
+                    wait_ms = FINAL_STATUS_WAIT.as_millis() as u64,
+                    "the final task statuses could not all be written (is the broker reachable?); the next holder of each task reconciles them"
+                );
+            }
             cluster.shutdown();
         }
     }

@@ -784,3 +784,101 @@ async fn a_header_key_that_is_not_utf8_is_a_converter_error_not_a_panic() {
     assert_eq!(report.total, 2);
     env.worker.shutdown().await;
 }
+
+/// `errors.restart.policy=backoff`: a task that keeps failing (here its
+/// database never answers) is restarted automatically,
+/// `errors.restart.max.attempts` times in a row, then stays FAILED and says
+/// so; each attempt is counted.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failing_task_is_restarted_automatically_up_to_its_limit() {
+    let env = InProcess::start();
+    env.broker.create_topic("restarts", 1).await.unwrap();
+    let closed_port = fixtures::free_port();
+    env.create(json!({"name": "restarts", "config": {
+        "connector.class": "jdbc-sink", "topics": "restarts",
+        "connection.url": format!("jdbc:postgresql://127.0.0.1:{closed_port}/none"),
+        "errors.infrastructure.retry.timeout": "300",
+        "errors.restart.policy": "backoff",
+        "errors.restart.initial.delay.ms": "100",
+        "errors.restart.max.delay.ms": "400",
+        "errors.restart.max.attempts": "2",
+    }}))
+    .await;
+    let restarts = r#"sluice_task_auto_restarts_total{connector="restarts",task="0"}"#;
+    let trace = fixtures::eventually(Duration::from_secs(60), "no more restarts", || async {
+        let s = env.worker.status("restarts").await?;
+        let (_, t) = s.tasks.first()?;
+        let trace = t.trace.clone()?;
+        (t.state == sluice_runtime::task::State::Failed
+            && trace.contains("No more automatic restarts"))
+        .then_some(trace)
+    })
+    .await;
+    assert!(trace.contains("2 in a row"), "{trace}");
+    assert!(
+        trace.contains("connect"),
+        "the failure itself is kept: {trace}"
+    );
+    assert_eq!(metric(&env, restarts), 2);
+    // No third attempt however long it waits.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(metric(&env, restarts), 2);
+    env.worker.shutdown().await;
+}
+
+/// A sink whose database is down fails once its infrastructure retries are
+/// spent; with `errors.restart.policy=backoff` it is restarted until the
+/// database is back, and then writes everything, with no one calling
+/// restart.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_task_failed_by_an_outage_restarts_by_itself_when_the_database_is_back() {
+    let Some(pg) = fixtures::PgInstance::start() else {
+        return;
+    };
+    let env = InProcess::start();
+    env.broker.create_topic("comeback", 1).await.unwrap();
+    let values: Vec<Vec<u8>> = (0..20)
+        .map(|i| format!(r#"{{"id": {i}}}"#).into_bytes())
+        .collect();
+    let refs: Vec<(Option<&str>, &[u8])> = values.iter().map(|v| (None, v.as_slice())).collect();
+    fixtures::produce(env.broker.bootstrap_servers(), "comeback", &refs).await;
+    pg.down();
+    env.create(json!({"name": "comeback", "config": {
+        "connector.class": "jdbc-sink", "topics": "comeback", "connection.url": pg.url(),
+        "insert.mode": "upsert", "pk.mode": "record_value", "pk.fields": "id", "auto.create": "true",
+        "errors.infrastructure.retry.timeout": "500",
+        "errors.restart.policy": "backoff",
+        "errors.restart.initial.delay.ms": "200",
+        "errors.restart.max.delay.ms": "1000",
+    }}))
+    .await;
+    fixtures::eventually(Duration::from_secs(60), "automatic restarts", || async {
+        (metric(
+            &env,
+            r#"sluice_task_auto_restarts_total{connector="comeback""#,
+        ) >= 2)
+            .then_some(())
+    })
+    .await;
+    pg.up();
+    let count = || async {
+        let rows =
+            fixtures::db_rows(&pg.url(), "SELECT CAST(count(*) AS TEXT) FROM comeback").await;
+        rows[0][0].parse::<u64>().ok()
+    };
+    fixtures::eventually(Duration::from_secs(120), "every row", || async {
+        if !fixtures::table_exists(&pg.url(), "comeback").await {
+            return None;
+        }
+        (count().await? == 20).then_some(())
+    })
+    .await;
+    let status = env.worker.status("comeback").await.unwrap();
+    assert_eq!(
+        status.tasks[0].1.state,
+        sluice_runtime::task::State::Running,
+        "{:?}",
+        status.tasks[0].1.trace
+    );
+    env.worker.shutdown().await;
+}

@@ -43,6 +43,11 @@ pub struct Metrics {
     /// outcome: committed, aborted, ambiguous (the producer was re-created
     /// after a commit whose result is unknown) or fenced.
     pub transactions: IntCounterVec,
+    /// Automatic restarts of FAILED tasks (`errors.restart.policy`).
+    pub task_auto_restarts: IntCounterVec,
+    /// Automatic restarts of a task since it last ran for
+    /// `errors.restart.max.delay.ms`.
+    pub task_restart_attempts: IntGaugeVec,
 }
 
 /// The header source tasks stamp and sinks measure end-to-end latency from.
@@ -267,6 +272,28 @@ impl Metrics {
         registry
             .register(Box::new(transactions.clone()))
             .expect("metric registered once");
+        let task_auto_restarts = IntCounterVec::new(
+            Opts::new(
+                "sluice_task_auto_restarts_total",
+                "Automatic restarts of FAILED tasks (errors.restart.policy=backoff)",
+            ),
+            &["connector", "task"],
+        )
+        .expect("valid metric");
+        let task_restart_attempts = IntGaugeVec::new(
+            Opts::new(
+                "sluice_task_restart_attempts",
+                "Automatic restarts of a task in a row (reset once it has run for 5 minutes since the last)",
+            ),
+            &["connector", "task"],
+        )
+        .expect("valid metric");
+        for c in [
+            Box::new(task_auto_restarts.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(task_restart_attempts.clone()),
+        ] {
+            registry.register(c).expect("metric registered once");
+        }
         for c in [
             Box::new(consumer_lag.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(rebalances.clone()),
@@ -332,6 +359,8 @@ impl Metrics {
             e2e_latency,
             batch_size,
             transactions,
+            task_auto_restarts,
+            task_restart_attempts,
         }
     }
 

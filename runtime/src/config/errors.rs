@@ -50,6 +50,46 @@ pub struct ErrorPolicy {
     pub log: bool,
     pub log_messages: bool,
     pub dlq: Option<DeadLetterQueue>,
+    /// `errors.restart.*`: FAILED tasks restarted automatically.
+    pub restart: Option<RestartPolicy>,
+}
+
+/// `errors.restart.policy=backoff`: a FAILED task is restarted after
+/// `initial_delay`, doubling up to `max_delay` at each failure in a row,
+/// at most `max_attempts` times in a row (unbounded when `None`). A task
+/// that then runs for 5 minutes (or `max_delay`, if longer) starts the
+/// count again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RestartPolicy {
+    pub initial_delay: Duration,
+    pub max_delay: Duration,
+    pub max_attempts: Option<u32>,
+}
+
+impl RestartPolicy {
+    /// The wait before automatic restart `attempt` (0 for the first).
+    pub fn delay(&self, attempt: u32) -> Duration {
+        self.initial_delay
+            .saturating_mul(1u32 << attempt.min(20))
+            .min(self.max_delay)
+    }
+
+    /// The policy a connector config sets, if any (its `errors.*` keys,
+    /// already validated when the connector was).
+    pub fn of(config: &ConfigMap) -> Option<Self> {
+        let keys: ConfigMap = config
+            .iter()
+            .filter_map(|(k, v)| Some((k.strip_prefix("errors.")?.to_string(), v.clone())))
+            .collect();
+        ErrorPolicy::parse(&keys, &[]).ok()?.restart
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum RestartKind {
+    None,
+    Backoff,
 }
 
 impl Default for ErrorPolicy {
@@ -63,6 +103,7 @@ impl Default for ErrorPolicy {
             log: false,
             log_messages: false,
             dlq: None,
+            restart: None,
         }
     }
 }
@@ -97,6 +138,14 @@ struct ErrorKeys {
     dlq_replication: Option<i32>,
     #[serde(rename = "deadletterqueue.context.headers.enable", default)]
     dlq_context_headers: Option<bool>,
+    #[serde(rename = "restart.policy", default)]
+    restart_policy: Option<RestartKind>,
+    #[serde(rename = "restart.initial.delay.ms", default)]
+    restart_initial_delay_ms: Option<u64>,
+    #[serde(rename = "restart.max.delay.ms", default)]
+    restart_max_delay_ms: Option<u64>,
+    #[serde(rename = "restart.max.attempts", default)]
+    restart_max_attempts: Option<i64>,
 }
 
 impl ErrorPolicy {
@@ -127,7 +176,33 @@ impl ErrorPolicy {
                 })
             }
         };
+        let restart = match k.restart_policy {
+            None | Some(RestartKind::None) => None,
+            Some(RestartKind::Backoff) => {
+                let policy = RestartPolicy {
+                    initial_delay: Duration::from_millis(k.restart_initial_delay_ms.unwrap_or(1000)),
+                    max_delay: Duration::from_millis(k.restart_max_delay_ms.unwrap_or(60_000)),
+                    max_attempts: match k.restart_max_attempts.unwrap_or(-1) {
+                        -1 => None,
+                        n => Some(u32::try_from(n).ok().filter(|n| *n > 0).ok_or_else(|| {
+                            ConfigError::new(
+                                "errors.restart.max.attempts",
+                                format!("{n} is not a number of restarts: give 1 or more, or -1 for no limit"),
+                            )
+                        })?),
+                    },
+                };
+                if policy.initial_delay.is_zero() || policy.initial_delay > policy.max_delay {
+                    return Err(ConfigError::new(
+                        "errors.restart.initial.delay.ms",
+                        "must be at least 1 and at most errors.restart.max.delay.ms",
+                    ));
+                }
+                Some(policy)
+            }
+        };
         Ok(ErrorPolicy {
+            restart,
             tolerate_all: matches!(k.tolerance, Some(Tolerance::All)),
             retry: match k.retry_timeout {
                 Some(ms) => RetryBudget::from_ms(ms, "errors.retry.timeout")?,
@@ -177,6 +252,36 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    #[test]
+    fn parses_the_restart_policy() {
+        let p = ErrorPolicy::parse(
+            &keys(&[
+                ("restart.policy", "backoff"),
+                ("restart.initial.delay.ms", "100"),
+                ("restart.max.delay.ms", "350"),
+                ("restart.max.attempts", "3"),
+            ]),
+            &[],
+        )
+        .unwrap();
+        let r = p.restart.unwrap();
+        assert_eq!(r.max_attempts, Some(3));
+        let delays: Vec<u128> = (0..4).map(|a| r.delay(a).as_millis()).collect();
+        assert_eq!(delays, vec![100, 200, 350, 350]);
+        assert_eq!(ErrorPolicy::parse(&keys(&[]), &[]).unwrap().restart, None);
+        for bad in [
+            vec![("restart.policy", "always")],
+            vec![("restart.policy", "backoff"), ("restart.max.attempts", "0")],
+            vec![
+                ("restart.policy", "backoff"),
+                ("restart.initial.delay.ms", "5000"),
+                ("restart.max.delay.ms", "1000"),
+            ],
+        ] {
+            assert!(ErrorPolicy::parse(&keys(&bad), &[]).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

@@ -66,6 +66,7 @@ pub enum RestartOutcome {
 impl Herder {
     /// Standalone mode, its configs kept in `store` if given.
     pub fn standalone(worker: Arc<Worker>, store: Option<std::path::PathBuf>) -> Self {
+        worker.start_auto_restarts();
         Self {
             worker,
             mode: Mode::Standalone(store.map(ConfigFileStore::new)),
@@ -84,6 +85,7 @@ impl Herder {
         let clients = worker.clients().clone();
         let cluster =
             Cluster::start(worker.clone(), group_id, topics, &clients, shutdown_timeout).await?;
+        worker.start_auto_restarts();
         Ok(Self {
             worker,
             mode: Mode::Distributed(cluster),

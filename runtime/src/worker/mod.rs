@@ -206,6 +206,8 @@ pub struct Worker {
     connectors: RwLock<BTreeMap<String, ConnectorRuntime>>,
     /// Held while a restart runs, so restarts never interleave.
     restarts: tokio::sync::Mutex<()>,
+    /// Automatic restarts of FAILED tasks, by (connector, task).
+    auto_restarts: std::sync::Mutex<std::collections::HashMap<(String, u32), restart::AutoRestart>>,
     /// True while the worker restores and starts its connectors: `/health`
     /// answers 503 until then.
     starting: std::sync::atomic::AtomicBool,
@@ -246,6 +248,7 @@ impl Worker {
             shutdown_timeout: options.shutdown_timeout,
             connectors: RwLock::new(BTreeMap::new()),
             restarts: tokio::sync::Mutex::new(()),
+            auto_restarts: std::sync::Mutex::new(std::collections::HashMap::new()),
             starting: std::sync::atomic::AtomicBool::new(false),
             placement: std::sync::OnceLock::new(),
         })

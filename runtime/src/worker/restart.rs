@@ -1,7 +1,28 @@
 //! Restarts in place, as Kafka Connect plans them: what restarts shows
 //! RESTARTING until it runs again; the other tasks go on.
 
+use std::time::Instant;
+
 use super::*;
+use crate::config::RestartPolicy;
+
+/// How often FAILED tasks are looked for, for automatic restarts.
+const AUTO_RESTART_TICK: Duration = Duration::from_millis(250);
+
+/// A task running this long since its last automatic restart (or
+/// `errors.restart.max.delay.ms`, if longer) starts its count again.
+const STREAK_RESET_AFTER: Duration = Duration::from_secs(300);
+
+/// A task's automatic restarts in a row (`errors.restart.policy`).
+#[derive(Debug, Default)]
+pub(super) struct AutoRestart {
+    attempts: u32,
+    /// When the next restart is due, once the failure has been seen.
+    next_at: Option<Instant>,
+    last_restart: Option<Instant>,
+    /// `errors.restart.max.attempts` reached: said once in the trace.
+    gave_up: bool,
+}
 
 impl Worker {
     /// Stops a connector's tasks cleanly and creates them again from its
@@ -175,5 +196,131 @@ impl Worker {
                 tasks: vec![id],
             })
             .await)
+    }
+}
+
+impl Worker {
+    /// Restarts this worker's FAILED tasks of connectors that set
+    /// `errors.restart.policy=backoff`, for as long as the worker lives.
+    pub fn start_auto_restarts(self: &Arc<Self>) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let worker = Arc::downgrade(self);
+        runtime.spawn(async move {
+            let mut tick = tokio::time::interval(AUTO_RESTART_TICK);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                match worker.upgrade() {
+                    Some(w) => w.auto_restart_round().await,
+                    None => return,
+                }
+            }
+        });
+    }
+
+    /// One look at every local task: a new failure is scheduled for a
+    /// restart after the policy's delay (said in its trace), a due one is
+    /// restarted, a task that has run for [`STREAK_RESET_AFTER`] starts its
+    /// count again.
+    async fn auto_restart_round(&self) {
+        let now = Instant::now();
+        let mut due: Vec<(String, u32, u32)> = Vec::new();
+        {
+            let connectors = self.connectors.read().await;
+            let mut book = self.auto_restarts.lock().expect("auto restarts lock");
+            let policies: BTreeMap<&str, RestartPolicy> = connectors
+                .iter()
+                .filter(|(_, c)| !c.stopped && !c.restarting)
+                .filter_map(|(name, c)| Some((name.as_str(), RestartPolicy::of(&c.spec.config)?)))
+                .collect();
+            book.retain(|(name, id), _| {
+                policies.contains_key(name.as_str())
+                    && connectors[name].tasks.iter().any(|t| t.id == *id)
+            });
+            for (name, policy) in &policies {
+                for task in &connectors[*name].tasks {
+                    let key = (name.to_string(), task.id);
+                    let labels = [*name, &task.id.to_string()];
+                    let status = task.status.get();
+                    match status.state {
+                        State::Failed => {
+                            let entry = book.entry(key).or_default();
+                            match entry.next_at {
+                                Some(at) if now >= at => {
+                                    entry.next_at = None;
+                                    entry.attempts += 1;
+                                    entry.last_restart = Some(now);
+                                    due.push((name.to_string(), task.id, entry.attempts));
+                                }
+                                Some(_) => {}
+                                None if policy
+                                    .max_attempts
+                                    .is_some_and(|m| entry.attempts >= m) =>
+                                {
+                                    if !entry.gave_up {
+                                        entry.gave_up = true;
+                                        let note = format!(
+                                            "\n\nNo more automatic restarts: {} in a row (errors.restart.max.attempts); restart it through the REST API.",
+                                            entry.attempts
+                                        );
+                                        task.status.set(
+                                            State::Failed,
+                                            Some(status.trace.unwrap_or_default() + &note),
+                                        );
+                                    }
+                                }
+                                None => {
+                                    let delay = policy.delay(entry.attempts);
+                                    entry.next_at = Some(now + delay);
+                                    let note = format!(
+                                        "\n\nAutomatic restart {} (errors.restart.policy=backoff) in {} ms.",
+                                        entry.attempts + 1,
+                                        delay.as_millis()
+                                    );
+                                    task.status.set(
+                                        State::Failed,
+                                        Some(status.trace.unwrap_or_default() + &note),
+                                    );
+                                }
+                            }
+                        }
+                        State::Running => {
+                            // Running is not yet healthy (a start may still
+                            // be retrying): only a long run ends the streak.
+                            let healthy_after = policy.max_delay.max(STREAK_RESET_AFTER);
+                            let recovered = book.get(&key).is_some_and(|e| {
+                                e.last_restart
+                                    .is_some_and(|r| now.duration_since(r) >= healthy_after)
+                            });
+                            if recovered {
+                                book.remove(&key);
+                                self.metrics
+                                    .task_restart_attempts
+                                    .with_label_values(&labels)
+                                    .set(0);
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+        for (name, id, attempt) in due {
+            let labels = [name.as_str(), &id.to_string()];
+            self.metrics
+                .task_auto_restarts
+                .with_label_values(&labels)
+                .inc();
+            self.metrics
+                .task_restart_attempts
+                .with_label_values(&labels)
+                .set(i64::from(attempt));
+            tracing::info!(connector = %name, task = id, attempt, "restarting a FAILED task (errors.restart.policy=backoff)");
+            if let Err(e) = self.restart_task(&name, id).await {
+                tracing::warn!(connector = %name, task = id, error = %e, "automatic restart failed");
+            }
+        }
     }
 }

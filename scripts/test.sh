@@ -26,7 +26,7 @@ promtool check rules examples/monitoring/alerts.yml
 promtool test rules examples/monitoring/alerts_test.yml
 
 cargo fmt --all --check
-for guest in examples/transforms/rust plugins/transforms plugins/http-sink tests/guests tests/native; do
+for guest in examples/transforms/rust plugins/transforms plugins/http-sink tests/guests tests/native fuzz; do
   cargo fmt --all --check --manifest-path "$guest/Cargo.toml"
 done
 # The example transforms in other languages are built and checked by the
@@ -44,6 +44,12 @@ cargo clippy -p sluice-sdk --features native --locked -- -D warnings
 cargo clippy --manifest-path plugins/http-sink/Cargo.toml --locked -- -D warnings
 # The real-Kafka suite runs on its own below, after everything else.
 cargo test --workspace --locked -- --skip real_kafka::
+# The REST API against its own spec: schemathesis on a live worker
+# (scripts/schemathesis.sh): no 5xx, no answer the spec does not allow.
+scripts/schemathesis.sh
+# Every cargo-fuzz target for a bounded time, from its seeds and every
+# crash found before (fuzz/regressions/, which must pass once fixed).
+scripts/fuzz.sh "${SLUICE_FUZZ_SECONDS:-30}"
 # The guest SDK's documentation example, compiled.
 cargo test -p sluice-sdk --features guest --doc --locked
 

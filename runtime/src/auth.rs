@@ -5,9 +5,13 @@
 //! format (`$argon2id$v=19$m=...,t=...,p=...$salt$hash`), as `sluice passwd`
 //! writes it. Plain-text passwords are refused when the file is loaded.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use sha2::{Digest, Sha256};
 
 use argon2::Argon2;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
@@ -17,12 +21,32 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
 
+/// Argon2 verifications at once, whatever the number of requests: each
+/// takes a core for tens of milliseconds, on the blocking pool that
+/// transforms and commits use too.
+const CONCURRENT_VERIFICATIONS: usize = 1;
+/// How long a request waits for its turn to be verified before a 503.
+const VERIFICATION_WAIT: Duration = Duration::from_secs(10);
+/// A successful verification is remembered this long, so a client
+/// polling with good credentials costs a SHA-256, not an Argon2 hash.
+const REMEMBERED_FOR: Duration = Duration::from_secs(60);
+/// Most credentials remembered at once.
+const REMEMBERED_MAX: usize = 1024;
+
 /// The users allowed in, with their password hashes.
 pub struct BasicAuth {
     /// User name to its PHC hash string (checked parseable at load).
     users: BTreeMap<String, String>,
     /// `/health` answers without credentials (`rest.auth.health.open`).
     health_open: bool,
+    /// Turns to run an Argon2 verification.
+    turns: tokio::sync::Semaphore,
+    /// SHA-256 of `user:password` verified good, until when.
+    remembered: std::sync::Mutex<HashMap<[u8; 32], Instant>>,
+    /// Argon2 verifications run, and the most ever at once (for tests).
+    verifications: AtomicUsize,
+    in_flight: AtomicUsize,
+    peak_in_flight: AtomicUsize,
 }
 
 impl BasicAuth {
@@ -67,7 +91,67 @@ impl BasicAuth {
         if users.is_empty() {
             return Err("no users: every request would be refused".into());
         }
-        Ok(Self { users, health_open })
+        Ok(Self {
+            users,
+            health_open,
+            turns: tokio::sync::Semaphore::new(CONCURRENT_VERIFICATIONS),
+            remembered: std::sync::Mutex::new(HashMap::new()),
+            verifications: AtomicUsize::new(0),
+            in_flight: AtomicUsize::new(0),
+            peak_in_flight: AtomicUsize::new(0),
+        })
+    }
+
+    /// Whether `user` with `password` is let in: remembered credentials at
+    /// once, others by an Argon2 verification in turn (at most
+    /// [`CONCURRENT_VERIFICATIONS`] at a time, off the async threads).
+    /// `None` when no turn came within [`VERIFICATION_WAIT`].
+    pub async fn check(self: &Arc<Self>, user: &str, password: &str) -> Option<bool> {
+        let key: [u8; 32] = Sha256::digest(format!("{user}:{password}")).into();
+        let now = Instant::now();
+        if self
+            .remembered
+            .lock()
+            .expect("remembered lock")
+            .get(&key)
+            .is_some_and(|until| *until > now)
+        {
+            return Some(true);
+        }
+        let _turn = tokio::time::timeout(VERIFICATION_WAIT, self.turns.acquire())
+            .await
+            .ok()?
+            .ok()?;
+        let (me, user, password) = (self.clone(), user.to_string(), password.to_string());
+        let ok = tokio::task::spawn_blocking(move || {
+            let now_in_flight = me.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+            me.peak_in_flight.fetch_max(now_in_flight, Ordering::SeqCst);
+            me.verifications.fetch_add(1, Ordering::SeqCst);
+            let ok = me.verify(&user, &password);
+            me.in_flight.fetch_sub(1, Ordering::SeqCst);
+            ok
+        })
+        .await
+        .unwrap_or(false);
+        if ok {
+            let mut remembered = self.remembered.lock().expect("remembered lock");
+            if remembered.len() >= REMEMBERED_MAX {
+                remembered.retain(|_, until| *until > now);
+                if remembered.len() >= REMEMBERED_MAX {
+                    remembered.clear();
+                }
+            }
+            remembered.insert(key, Instant::now() + REMEMBERED_FOR);
+        }
+        Some(ok)
+    }
+
+    /// Argon2 verifications run so far, and the most at once.
+    pub fn verification_counts(&self) -> (usize, usize) {
+        (
+            self.verifications.load(Ordering::SeqCst),
+            self.peak_in_flight.load(Ordering::SeqCst),
+        )
     }
 
     /// Whether `user` with `password` is let in. A user who does not exist
@@ -137,18 +221,58 @@ pub async fn require(State(auth): State<Arc<BasicAuth>>, request: Request, next:
     let Some((user, password)) = credentials.as_deref().and_then(|c| c.split_once(':')) else {
         return unauthorized("the Authorization header is not HTTP basic credentials");
     };
-    let (user, password) = (user.to_string(), password.to_string());
-    let checker = auth.clone();
-    let ok = tokio::task::spawn_blocking(move || checker.verify(&user, &password))
-        .await
-        .unwrap_or(false);
-    if !ok {
-        return unauthorized("wrong user name or password");
+    match auth.check(user, password).await {
+        Some(true) => next.run(request).await,
+        Some(false) => unauthorized("wrong user name or password"),
+        None => {
+            let body = serde_json::json!({"error_code": 503, "message": "too many logins being checked; try again"});
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                [(header::RETRY_AFTER, "1")],
+                axum::Json(body),
+            )
+                .into_response()
+        }
     }
-    next.run(request).await
 }
 
 /// The REST router behind basic authentication.
 pub fn protect(router: axum::Router, auth: Arc<BasicAuth>) -> axum::Router {
     router.layer(axum::middleware::from_fn_with_state(auth, require))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Many requests with wrong passwords at once run one Argon2
+    /// verification at a time (they ran all at once on the blocking pool
+    /// that transforms and commits share), and good credentials are
+    /// verified once, then remembered.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn verifications_are_bounded_and_good_ones_remembered() {
+        let hash = hash_password("right").unwrap();
+        let auth = Arc::new(BasicAuth::parse(&format!("ann:{hash}\n"), false).unwrap());
+        let attempts: Vec<_> = (0..24)
+            .map(|i| {
+                let auth = auth.clone();
+                tokio::spawn(async move { auth.check("ann", &format!("wrong{i}")).await })
+            })
+            .collect();
+        for a in attempts {
+            assert_eq!(a.await.unwrap(), Some(false));
+        }
+        let (runs, peak) = auth.verification_counts();
+        assert_eq!(runs, 24);
+        assert_eq!(peak, CONCURRENT_VERIFICATIONS, "verifications at once");
+        for _ in 0..10 {
+            assert_eq!(auth.check("ann", "right").await, Some(true));
+        }
+        assert_eq!(
+            auth.verification_counts().0,
+            25,
+            "verified once, then remembered"
+        );
+        assert_eq!(auth.check("ann", "wrong").await, Some(false));
+    }
 }

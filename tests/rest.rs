@@ -1773,6 +1773,21 @@ async fn an_https_listener_with_the_cli() {
         "{}",
         process.log_text()
     );
+    // A connection that never starts its handshake is closed after
+    // sluice_runtime::tls::HANDSHAKE_TIMEOUT, not held open for ever.
+    let mut silent = tokio::net::TcpStream::connect(("localhost", port))
+        .await
+        .unwrap();
+    let mut byte = [0u8; 1];
+    let read = tokio::time::timeout(
+        Duration::from_secs(40),
+        tokio::io::AsyncReadExt::read(&mut silent, &mut byte),
+    )
+    .await;
+    assert!(
+        matches!(read, Ok(Ok(0)) | Ok(Err(_))),
+        "a silent connection was kept open: {read:?}"
+    );
     let (code, out, err) = sluice(
         &[
             "connectors",

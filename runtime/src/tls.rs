@@ -3,6 +3,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
@@ -46,37 +47,62 @@ pub fn acceptor(certificate: &Path, key: &Path) -> Result<TlsAcceptor, String> {
     Ok(TlsAcceptor::from(Arc::new(config)))
 }
 
-/// Serves `app` over TLS until `stop`; a failed handshake drops that
-/// connection only.
+/// A client has this long to finish its TLS handshake, then this long to
+/// send a request's headers: a silent connection is closed, not kept.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// After a failed accept (out of file descriptors: EMFILE), the listener
+/// waits this long, doubling up to a second, rather than spinning.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+
+/// Serves `app` over TLS until `stop`; a failed or slow handshake drops
+/// that connection only.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     acceptor: TlsAcceptor,
     app: axum::Router,
     stop: CancellationToken,
 ) {
+    let mut backoff = ACCEPT_BACKOFF;
     loop {
         let (tcp, peer) = tokio::select! {
             _ = stop.cancelled() => return,
             accepted = listener.accept() => match accepted {
-                Ok(a) => a,
+                Ok(a) => {
+                    backoff = ACCEPT_BACKOFF;
+                    a
+                }
                 Err(e) => {
-                    tracing::warn!(error = %e, "accepting a REST connection");
+                    // Logged when the wait starts over, not at every retry.
+                    if backoff == ACCEPT_BACKOFF {
+                        tracing::warn!(error = %e, "accepting a REST connection failed; backing off");
+                    }
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(1));
                     continue;
                 }
             },
         };
         let (acceptor, app, stop) = (acceptor.clone(), app.clone(), stop.clone());
         tokio::spawn(async move {
-            let tls = match acceptor.accept(tcp).await {
-                Ok(t) => t,
-                Err(e) => {
+            let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
+                Ok(Ok(t)) => t,
+                Ok(Err(e)) => {
                     tracing::debug!(peer = %peer, error = %e, "TLS handshake failed");
+                    return;
+                }
+                Err(_) => {
+                    tracing::debug!(peer = %peer, "TLS handshake not finished in time; closed");
                     return;
                 }
             };
             let service = hyper_util::service::TowerToHyperService::new(app);
-            let builder =
+            let mut builder =
                 hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new());
+            builder
+                .http1()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(HEADER_READ_TIMEOUT);
             let connection =
                 builder.serve_connection_with_upgrades(hyper_util::rt::TokioIo::new(tls), service);
             tokio::select! {

@@ -813,29 +813,27 @@ impl WasmTransform {
                 let timed_out = trap
                     .downcast_ref::<wasmtime::Trap>()
                     .is_some_and(|t| *t == wasmtime::Trap::Interrupt);
-                let what = if timed_out {
-                    format!(
-                        "exceeded its time limit of {} ms (limits.timeout.ms)",
-                        self.limits.timeout_ms
-                    )
-                } else {
-                    match trap.chain().find_map(|e| e.downcast_ref::<SandboxLimit>()) {
-                        Some(limit @ SandboxLimit::Memory { .. }) => format!(
+                let limit = trap.chain().find_map(|e| e.downcast_ref::<SandboxLimit>());
+                let (what, class) = match (timed_out, limit) {
+                    (true, _) => (
+                        format!(
+                            "exceeded its time limit of {} ms (limits.timeout.ms)",
+                            self.limits.timeout_ms
+                        ),
+                        "TransformTimeout",
+                    ),
+                    (false, Some(limit @ SandboxLimit::Memory { .. })) => (
+                        format!(
                             "exceeded its memory limit of {} bytes (limits.memory.bytes): {limit}",
                             self.limits.memory_bytes
                         ),
-                        Some(limit) => format!("exceeded a sandbox limit: {limit}"),
-                        None => format!("trapped: {trap:#}"),
-                    }
-                };
-                let class = if timed_out {
-                    "TransformTimeout"
-                } else {
-                    match trap.chain().find_map(|e| e.downcast_ref::<SandboxLimit>()) {
-                        Some(SandboxLimit::Memory { .. }) => "TransformMemoryLimit",
-                        Some(SandboxLimit::TableElements { .. }) => "TransformTableLimit",
-                        None => "TransformTrap",
-                    }
+                        "TransformMemoryLimit",
+                    ),
+                    (false, Some(limit)) => (
+                        format!("exceeded a sandbox limit: {limit}"),
+                        "TransformTableLimit",
+                    ),
+                    (false, None) => (format!("trapped: {trap:#}"), "TransformTrap"),
                 };
                 Err(
                     ConnectError::data(format!("transform `{}` {what}", self.name))

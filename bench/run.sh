@@ -10,9 +10,14 @@
 #                           memory, latency, scaling, and on Apache Kafka
 #                           (runtime/benches/pipelines.rs lists its
 #                           SLUICE_BENCH_* size and rate settings)
+#   bench/run.sh kafka-connect  side by side with Apache Kafka Connect 4.1.1:
+#                           file and PostgreSQL sinks, with and without a
+#                           transform (runtime/benches/kafka_connect.rs)
 # Installs what it needs first (scripts/setup.sh, a Python venv with the
 # baselines' packages in $SLUICE_BENCH_VENV) and starts PostgreSQL and, for
-# the guarantees and pipelines, one Apache Kafka broker (scripts/kafka.sh).
+# the guarantees, pipelines and kafka-connect, one Apache Kafka broker
+# (scripts/kafka.sh); kafka-connect also has scripts/kafka-connect.sh resolve
+# Kafka Connect's jars from Maven (once, cached), and starts its own workers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 which="${1:-all}"
@@ -51,4 +56,16 @@ if [[ "$which" == all || "$which" == pipelines ]]; then
   export SLUICE_BENCH_POSTGRES_URL="$SLUICE_TEST_POSTGRES_URL"
   start_kafka
   cargo bench --locked -p sluice-runtime --bench pipelines
+fi
+if [[ "$which" == all || "$which" == kafka-connect ]]; then
+  eval "$(scripts/postgres.sh start)"
+  export SLUICE_BENCH_POSTGRES_URL="$SLUICE_TEST_POSTGRES_URL"
+  start_kafka
+  # The jars as the script caches them (resolved once, and again when the
+  # pom changes), and its workers' plugin.path; the bench starts its own
+  # workers with them.
+  eval "$(scripts/kafka-connect.sh resolve)"
+  export SLUICE_BENCH_KAFKA_CONNECT_HOME="$KAFKA_CONNECT_HOME"
+  export SLUICE_BENCH_KAFKA_CONNECT_PLUGIN_PATH="$KAFKA_CONNECT_PLUGIN_PATH"
+  cargo bench --locked -p sluice-runtime --bench kafka_connect
 fi

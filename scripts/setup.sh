@@ -26,6 +26,14 @@
 #     - schemathesis, pinned, from PyPI into a venv of its own in the same
 #       prefix: scripts/schemathesis.sh runs it on docs/openapi.yaml against
 #       a live worker (skip: SLUICE_SETUP_SCHEMATHESIS=0)
+#     - the web console's browser test: Debian's chromium, and playwright-core
+#       and typescript from npm, pinned by tests/console/package-lock.json,
+#       into the same prefix (scripts/console-tests.sh; skip:
+#       SLUICE_SETUP_CONSOLE=0, and the console test fails saying so)
+#     - kafka-connect-py, pinned, from PyPI into a venv of its own in the same
+#       prefix: the third-party client the real-Kafka suite drives against
+#       Apache Kafka Connect and Sluice (scripts/kafka-connect-py.sh; skip:
+#       SLUICE_SETUP_KAFKA=0, as Kafka Connect itself)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -97,4 +105,14 @@ fi
 # schemathesis in ${SLUICE_TOOLS_DIR:-/var/tmp/sluice-tools}/schemathesis-venv).
 if ((tests)) && [[ "${SLUICE_SETUP_SCHEMATHESIS:-1}" == 1 ]]; then
   scripts/schemathesis.sh install
+fi
+
+# The web console's browser test (tests/console.rs): chromium, playwright-core.
+if ((tests)) && [[ "${SLUICE_SETUP_CONSOLE:-1}" == 1 ]]; then
+  scripts/console-tests.sh install
+fi
+
+# The Kafka Connect client the compatibility suite drives (tests/compat/).
+if ((tests)) && [[ "${SLUICE_SETUP_KAFKA:-1}" == 1 ]]; then
+  scripts/kafka-connect-py.sh install
 fi

@@ -2,6 +2,7 @@
 //! an error naming the file, the key and what was expected.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use crate::fixtures;
 
@@ -160,5 +161,82 @@ fn a_module_that_does_not_load_is_named() {
     assert!(
         err.contains("gen.json: connector `g`: key `transforms.t1.module`: loading WASM component"),
         "{err}"
+    );
+}
+
+/// `file.allowed.paths` confines `file-source` and `file-sink`: a path
+/// outside, or one that leaves through `..` or a symbolic link, is refused
+/// with the key named, through the worker's REST API.
+#[tokio::test(flavor = "multi_thread")]
+async fn file_connectors_stay_in_the_allowed_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    let allowed = dir.path().join("allowed");
+    let outside = dir.path().join("outside");
+    std::fs::create_dir(&allowed).unwrap();
+    std::fs::create_dir(&outside).unwrap();
+    std::fs::write(outside.join("secret.txt"), "secret\n").unwrap();
+    std::os::unix::fs::symlink(&outside, allowed.join("link")).unwrap();
+    let port = fixtures::free_port();
+    let worker = write(
+        dir.path(),
+        "worker.json",
+        &serde_json::json!({
+            "listeners": format!("http://127.0.0.1:{port}"),
+            "file.allowed.paths": allowed.display().to_string(),
+        })
+        .to_string(),
+    );
+    let _sluice = fixtures::SluiceProcess::start(dir.path(), &[&worker]);
+    let rest = format!("http://127.0.0.1:{port}");
+    let http = reqwest::Client::new();
+    fixtures::eventually(Duration::from_secs(60), "the worker's REST API", || async {
+        http.get(format!("{rest}/")).send().await.ok().map(|_| ())
+    })
+    .await;
+    let create = |name: &str, class: &str, file: PathBuf| {
+        let (http, rest) = (http.clone(), rest.clone());
+        let mut config =
+            serde_json::json!({"connector.class": class, "file": file.display().to_string()});
+        if class == "file-sink" {
+            config["topics"] = "t".into();
+        } else {
+            config["topic"] = "t".into();
+        }
+        let body = serde_json::json!({"name": name, "config": config});
+        async move {
+            let r = http
+                .post(format!("{rest}/connectors"))
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            (r.status().as_u16(), r.text().await.unwrap())
+        }
+    };
+    for (name, class, file) in [
+        ("out", "file-sink", outside.join("out.jsonl")),
+        (
+            "dots",
+            "file-sink",
+            allowed.join("..").join("outside").join("out.jsonl"),
+        ),
+        ("link", "file-sink", allowed.join("link").join("out.jsonl")),
+        ("read", "file-source", outside.join("secret.txt")),
+        (
+            "read-link",
+            "file-source",
+            allowed.join("link").join("secret.txt"),
+        ),
+        ("etc", "file-source", PathBuf::from("/etc/passwd")),
+    ] {
+        let (status, body) = create(name, class, file).await;
+        assert_eq!(status, 400, "{name}: {body}");
+        assert!(body.contains("file.allowed.paths"), "{name}: {body}");
+    }
+    let (status, body) = create("inside", "file-sink", allowed.join("out.jsonl")).await;
+    assert_eq!(status, 201, "{body}");
+    assert!(
+        !outside.join("out.jsonl").exists(),
+        "nothing was written outside"
     );
 }

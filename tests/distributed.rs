@@ -489,6 +489,56 @@ pub async fn three_workers(setting: Setting) {
         "at-least-once: no gaps"
     );
 
+    // The topics used are listed by every worker, whichever ran the tasks
+    // (the killed one included); a config update keeps them; a reset asked
+    // of one worker clears them on all.
+    for base in &survivors {
+        for name in ["eos", "alo"] {
+            fixtures::eventually(
+                Duration::from_secs(30),
+                "the topics used, on every worker",
+                || async {
+                    let t = get_json(&http, &format!("{base}/connectors/{name}/topics")).await?;
+                    (t == json!({name: {"topics": [topic]}})).then_some(())
+                },
+            )
+            .await;
+        }
+    }
+    changed["batch.max.records"] = json!("300");
+    let r = http
+        .put(format!("{}/connectors/alo/config", bases[0]))
+        .json(&changed)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    let t = get_json(&http, &format!("{}/connectors/alo/topics", bases[2]))
+        .await
+        .unwrap();
+    assert_eq!(
+        t,
+        json!({"alo": {"topics": [topic]}}),
+        "after a config update"
+    );
+    let r = http
+        .put(format!("{}/connectors/eos/topics/reset", bases[2]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+    for base in &survivors {
+        fixtures::eventually(
+            Duration::from_secs(30),
+            "no topics after the reset, on every worker",
+            || async {
+                let t = get_json(&http, &format!("{base}/connectors/eos/topics")).await?;
+                (t == json!({"eos": {"topics": []}})).then_some(())
+            },
+        )
+        .await;
+    }
+
     // A connector no worker can start (its topic cannot be created: the
     // mock broker has no CreateTopics) is refused with the reason, and can
     // still be deleted from the config topic. A real broker creates it.
@@ -699,8 +749,31 @@ async fn workers_stop_in_bounded_time_while_the_broker_is_down() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     broker.set_up(false).await.unwrap();
-    // Long enough for the clients to find the broker gone.
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // Long enough for the clients to find the broker gone, and to retry
+    // many times.
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    // Each client says once that the broker is gone, not at every retry.
+    for w in &workers {
+        let log = w.log_text();
+        let mut repeats: std::collections::BTreeMap<String, usize> = Default::default();
+        for line in log.lines() {
+            // The target and message, without timestamp, level or numbers.
+            let Some(at) = line.find("rdkafka") else {
+                continue;
+            };
+            let message = &line[at..];
+            let shape: String = message
+                .chars()
+                .map(|c| if c.is_ascii_digit() { '#' } else { c })
+                .collect();
+            *repeats.entry(shape).or_default() += 1;
+        }
+        let noisy: Vec<_> = repeats.iter().filter(|(_, n)| **n > 2).collect();
+        assert!(
+            noisy.is_empty(),
+            "client errors logged at every retry: {noisy:#?}"
+        );
+    }
     // 2 s graceful timeout + the 5 s margin + slack for a loaded machine.
     for w in &workers {
         let _ = std::process::Command::new("kill")

@@ -1,11 +1,14 @@
 //! The JDBC sink against SQLite, a real PostgreSQL and a real MariaDB: the
 //! same scenarios on each (insert modes, key modes, auto.create and
-//! auto.evolve, deletes, the upsert guard, quoting, a bad row, and the
-//! exactly-once transaction with its offsets table).
+//! auto.evolve, deletes, the upsert guard, quoting, a bad row, the
+//! exactly-once transaction with its offsets table, and columns typed from
+//! records' schemas).
 
 use sluice_connector_jdbc::JdbcSinkConnector;
+use std::sync::Arc;
+
 use sluice_sdk::{
-    CommitOffset, ConfigMap, ErrorKind, PartitionOffset, Record, SinkConnector, SinkTask,
+    CommitOffset, ConfigMap, ErrorKind, PartitionOffset, Record, Schema, SinkConnector, SinkTask,
     TaskContext,
 };
 
@@ -60,6 +63,7 @@ impl Db {
         let ctx = TaskContext {
             connector: format!("{}conn", self.prefix),
             task_id,
+            ..Default::default()
         };
         let mut t = JdbcSinkConnector
             .create_task(&self.config(extra), ctx)
@@ -97,6 +101,7 @@ async fn conformance(db: &Db) {
     keys_equal_after_coercion(db).await;
     exact_decimals(db).await;
     fenced_commits(db).await;
+    columns_from_schemas(db).await;
 }
 
 async fn insert_modes(db: &Db) {
@@ -710,6 +715,159 @@ async fn exact_decimals(db: &Db) {
     sink.stop().await;
 }
 
+/// Records with a value schema (`value.converter.schemas.enable=true`):
+/// `auto.create` takes each column's type and `NOT NULL` from the schema,
+/// as Confluent's JDBC sink does, and each logical value is written as its
+/// column takes it (a `Decimal` exactly, a `Date`, `Time` and `Timestamp`
+/// from milliseconds, `bytes` as bytes); `auto.evolve` adds a new field's
+/// column with its schema's type, nullable.
+async fn columns_from_schemas(db: &Db) {
+    let t = db.table("typed");
+    let schema = Arc::new(Schema::structure([
+        ("id", Schema::int64()),
+        ("amount", Schema::decimal(2)),
+        ("day", Schema::date().optional()),
+        ("at", Schema::timestamp()),
+        ("t", Schema::time().optional()),
+        ("ok", Schema::boolean().optional()),
+        ("ratio", Schema::float64().optional()),
+        ("small", Schema::int16().optional()),
+        ("blob", Schema::bytes().optional()),
+        ("note", Schema::string().optional()),
+    ]));
+    let typed = |offset: i64, value: &str, schema: &Arc<Schema>| Record {
+        value_schema: Some(schema.clone()),
+        ..rec("typed", offset, None, Some(value))
+    };
+    let mut sink = db
+        .task(&[
+            ("insert.mode", "upsert"),
+            ("pk.mode", "record_value"),
+            ("pk.fields", "id"),
+            ("auto.create", "true"),
+            ("auto.evolve", "true"),
+            ("table.name.format", t.as_str()),
+        ])
+        .await;
+    sink.put(vec![typed(
+        0,
+        r#"{"id":1,"amount":12345678901234567890.12,"day":1704067200000,"at":1704067200123,"t":49500250,"ok":true,"ratio":0.5,"small":7,"blob":"AAE=","note":"x"}"#,
+        &schema,
+    )])
+    .await
+    .unwrap();
+    let (sqlite, mysql) = (db.url.starts_with("sqlite:"), db.mysql);
+    let columns = if sqlite {
+        format!(
+            "SELECT name, lower(type), CAST(\"notnull\" AS TEXT) FROM pragma_table_info('{t}') ORDER BY cid"
+        )
+    } else if mysql {
+        format!(
+            "SELECT CAST(column_name AS CHAR), CAST(lower(column_type) AS CHAR), CAST(is_nullable = 'NO' AS CHAR) FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = '{t}' ORDER BY ordinal_position"
+        )
+    } else {
+        format!(
+            "SELECT column_name::text, data_type::text, CASE WHEN is_nullable = 'NO' THEN '1' ELSE '0' END FROM information_schema.columns WHERE table_name = '{t}' ORDER BY ordinal_position"
+        )
+    };
+    let expected: [(&str, [&str; 3], &str); 10] = [
+        // (column, its type on SQLite, PostgreSQL, MariaDB, NOT NULL)
+        ("id", ["integer", "bigint", "bigint(20)"], "1"),
+        ("amount", ["numeric", "numeric", "decimal(65,2)"], "1"),
+        ("day", ["date", "date", "date"], "0"),
+        (
+            "at",
+            ["timestamp", "timestamp without time zone", "datetime(3)"],
+            "1",
+        ),
+        ("t", ["time", "time without time zone", "time(3)"], "0"),
+        ("ok", ["boolean", "boolean", "tinyint(1)"], "0"),
+        ("ratio", ["real", "double precision", "double"], "0"),
+        ("small", ["integer", "smallint", "smallint(6)"], "0"),
+        ("blob", ["blob", "bytea", "longblob"], "0"),
+        ("note", ["text", "text", "text"], "0"),
+    ];
+    let which = if sqlite {
+        0
+    } else if mysql {
+        2
+    } else {
+        1
+    };
+    let want: Vec<Vec<String>> = expected
+        .iter()
+        .map(|(c, types, nn)| vec![c.to_string(), types[which].to_string(), nn.to_string()])
+        .collect();
+    assert_eq!(db.rows(&columns).await, want, "the columns of {t}");
+
+    let hex = if sqlite || mysql {
+        format!("hex({})", db.q("blob"))
+    } else {
+        format!("encode({}, 'hex')", db.q("blob"))
+    };
+    let row = db
+        .rows(&format!(
+            "SELECT {}, {}, {}, {}, {} FROM {}",
+            db.text("amount"),
+            db.text("day"),
+            db.text("at"),
+            db.text("t"),
+            hex,
+            db.q(&t)
+        ))
+        .await;
+    let (amount, time) = match which {
+        // SQLite's NUMERIC holds the nearest double.
+        0 => ("1.23456789012346e+19", "13:45:00.250"),
+        1 => ("12345678901234567890.12", "13:45:00.25"),
+        _ => ("12345678901234567890.12", "13:45:00.250"),
+    };
+    assert_eq!(
+        row,
+        strings(&[&[
+            amount,
+            "2024-01-01",
+            "2024-01-01 00:00:00.123",
+            time,
+            "0001"
+        ]])
+    );
+
+    // A new field: its column is added with its schema's type, nullable.
+    let evolved = Arc::new(Schema::structure([
+        ("id", Schema::int64()),
+        ("amount", Schema::decimal(2)),
+        ("at", Schema::timestamp()),
+        ("seen", Schema::timestamp()),
+    ]));
+    sink.put(vec![typed(
+        1,
+        r#"{"id":2,"amount":1.5,"at":0,"seen":86400000}"#,
+        &evolved,
+    )])
+    .await
+    .unwrap();
+    let seen = db
+        .rows(&format!(
+            "SELECT {} FROM {} WHERE id = 2",
+            db.text("seen"),
+            db.q(&t)
+        ))
+        .await;
+    let seen_text = match which {
+        1 => "1970-01-02 00:00:00",
+        _ => "1970-01-02 00:00:00.000",
+    };
+    assert_eq!(seen, strings(&[&[seen_text]]));
+    // A required field's column is NOT NULL: a null there is the record's error.
+    let err = sink
+        .put(vec![typed(2, r#"{"id":3,"amount":null,"at":0}"#, &schema)])
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Data, "{}", err.full_message());
+    sink.stop().await;
+}
+
 /// Two tasks of one connector that both believe they own a partition (a
 /// zombie and the new owner): the one that commits second is fenced, so
 /// no record is written twice and the stored offset never goes back.
@@ -825,4 +983,1006 @@ async fn jdbc_sink_on_mariadb() {
         prefix: String::new(),
     };
     conformance(&db).await;
+}
+
+// How the sink classifies each error a database gives it
+// (docs/jdbc-errors.md): real statements that fail, and what `classify`
+// makes of the error; then the record-caused ones through the sink.
+
+/// An earlier step that is meant to fail starts with this.
+const MAY_FAIL: &str = "/* may fail */ ";
+
+/// One way to make the database fail, and the kind the sink must give it.
+struct Provoke {
+    what: &'static str,
+    kind: ErrorKind,
+    /// `(connection, SQL)` in order: the last must fail, and its error (or
+    /// its connection's) is classified. A connection is named by the user
+    /// it logs in as ("" the administrator), `#n` for another connection of
+    /// the same user; each stays open for the whole case.
+    steps: Vec<(&'static str, String)>,
+    /// Run as the administrator afterwards.
+    cleanup: Vec<String>,
+}
+
+fn case(what: &'static str, kind: ErrorKind, steps: &[(&'static str, &str)]) -> Provoke {
+    Provoke {
+        what,
+        kind,
+        steps: steps.iter().map(|(c, s)| (*c, s.to_string())).collect(),
+        cleanup: Vec::new(),
+    }
+}
+
+/// One statement on the administrator's connection.
+fn sql(s: &str) -> (&'static str, &str) {
+    ("", s)
+}
+
+enum AnyConn {
+    Pg(sqlx::PgConnection),
+    My(sqlx::MySqlConnection),
+    Lite(sqlx::SqliteConnection),
+}
+
+impl AnyConn {
+    /// `url` is a `Db` URL; `user` replaces its user ("" keeps it).
+    async fn open(url: &str, user: &str) -> Result<AnyConn, sqlx::Error> {
+        use sqlx::Connection;
+        let with_user = |scheme: &str| match user {
+            "" => url.to_string(),
+            _ => {
+                let rest = url.strip_prefix(scheme).unwrap();
+                let host = rest.split_once('@').map(|(_, h)| h).unwrap_or(rest);
+                format!("{scheme}{user}@{host}")
+            }
+        };
+        Ok(if url.starts_with("postgres") {
+            AnyConn::Pg(sqlx::PgConnection::connect(&with_user("postgres://")).await?)
+        } else if url.starts_with("mysql") {
+            AnyConn::My(sqlx::MySqlConnection::connect(&with_user("mysql://")).await?)
+        } else {
+            let path = url.strip_prefix("sqlite:").unwrap();
+            let options = sqlx::sqlite::SqliteConnectOptions::new()
+                .filename(path)
+                .create_if_missing(true);
+            AnyConn::Lite(sqlx::SqliteConnection::connect_with(&options).await?)
+        })
+    }
+
+    async fn run(&mut self, sql: &str) -> Result<(), sqlx::Error> {
+        match self {
+            AnyConn::Pg(c) => sqlx::raw_sql(sql).execute(c).await.map(drop),
+            AnyConn::My(c) => sqlx::raw_sql(sql).execute(c).await.map(drop),
+            AnyConn::Lite(c) => sqlx::raw_sql(sql).execute(c).await.map(drop),
+        }
+    }
+}
+
+/// Runs each case on the database at `url`; returns what was classified
+/// otherwise than expected, one line each.
+async fn misclassified(url: &str, cases: Vec<Provoke>) -> Vec<String> {
+    let mut wrong = Vec::new();
+    for case in cases {
+        let mut conns: Vec<(&str, AnyConn)> = Vec::new();
+        let last = case.steps.len() - 1;
+        let mut failure = None;
+        for (i, (name, sql)) in case.steps.iter().enumerate() {
+            let result = async {
+                let at = match conns.iter().position(|(n, _)| n == name) {
+                    Some(at) => at,
+                    None => {
+                        let user = name.split('#').next().unwrap_or_default();
+                        conns.push((name, AnyConn::open(url, user).await?));
+                        conns.len() - 1
+                    }
+                };
+                conns[at].1.run(sql).await
+            }
+            .await;
+            match result {
+                Err(e) if i == last => failure = Some(e),
+                Err(e) if !sql.starts_with(MAY_FAIL) => {
+                    panic!("{}: step `{sql}` failed: {e}", case.what)
+                }
+                _ => {}
+            }
+        }
+        drop(conns);
+        if !case.cleanup.is_empty() {
+            let mut admin = AnyConn::open(url, "").await.unwrap();
+            for sql in &case.cleanup {
+                admin.run(sql).await.unwrap();
+            }
+        }
+        match failure {
+            None => wrong.push(format!("{}: the last step did not fail", case.what)),
+            Some(e) => {
+                let shown = e.to_string();
+                let got = sluice_connector_jdbc::classify(case.what.into(), e).kind;
+                if got != case.kind {
+                    wrong.push(format!(
+                        "{}: {got}, expected {} ({shown})",
+                        case.what, case.kind
+                    ));
+                }
+            }
+        }
+    }
+    wrong
+}
+
+/// `CREATE TABLE name (c0 INT, ..)` with `n` columns.
+fn wide_table(name: &str, n: usize) -> String {
+    let columns: Vec<String> = (0..n).map(|i| format!("c{i} INT")).collect();
+    format!("CREATE TABLE {name} ({})", columns.join(", "))
+}
+
+fn postgres_cases() -> Vec<Provoke> {
+    use ErrorKind::{Data, Fatal, Retriable};
+    let wide = wide_table("wide", 1601);
+    vec![
+        // What one record can cause: data errors.
+        case(
+            "23505 unique",
+            Data,
+            &[
+                sql("CREATE TABLE u (id INT PRIMARY KEY)"),
+                sql("INSERT INTO u VALUES (1)"),
+                sql("INSERT INTO u VALUES (1)"),
+            ],
+        ),
+        case(
+            "23502 not null",
+            Data,
+            &[
+                sql("CREATE TABLE nn (id INT, v TEXT NOT NULL)"),
+                sql("INSERT INTO nn VALUES (1, NULL)"),
+            ],
+        ),
+        case(
+            "23503 foreign key",
+            Data,
+            &[
+                sql("CREATE TABLE fp (id INT PRIMARY KEY)"),
+                sql("CREATE TABLE fc (p INT REFERENCES fp)"),
+                sql("INSERT INTO fc VALUES (5)"),
+            ],
+        ),
+        case(
+            "23514 check",
+            Data,
+            &[
+                sql("CREATE TABLE ck (v INT CHECK (v > 0))"),
+                sql("INSERT INTO ck VALUES (-1)"),
+            ],
+        ),
+        case(
+            "23P01 exclusion",
+            Data,
+            &[
+                sql("CREATE TABLE ex (r INT4RANGE, EXCLUDE USING gist (r WITH &&))"),
+                sql("INSERT INTO ex VALUES ('[1,5)')"),
+                sql("INSERT INTO ex VALUES ('[3,7)')"),
+            ],
+        ),
+        case(
+            "22001 value too long",
+            Data,
+            &[
+                sql("CREATE TABLE tl (v VARCHAR(2))"),
+                sql("INSERT INTO tl VALUES ('abc')"),
+            ],
+        ),
+        case(
+            "22003 out of range",
+            Data,
+            &[
+                sql("CREATE TABLE nr (v INT)"),
+                sql("INSERT INTO nr VALUES (99999999999)"),
+            ],
+        ),
+        case(
+            "22P02 not a number",
+            Data,
+            &[
+                sql("CREATE TABLE ir (v INT)"),
+                sql("INSERT INTO ir VALUES ('x')"),
+            ],
+        ),
+        case(
+            "22007 not a time",
+            Data,
+            &[
+                sql("CREATE TABLE dt (v TIMESTAMPTZ)"),
+                sql("INSERT INTO dt VALUES ('not a time')"),
+            ],
+        ),
+        case(
+            "22021 a NUL character",
+            Data,
+            &[sql(r"SELECT convert_from('\x00'::bytea, 'UTF8')")],
+        ),
+        case(
+            "21000 one upsert meets a key twice",
+            Data,
+            &[
+                sql("CREATE TABLE tw (at TIMESTAMPTZ PRIMARY KEY, v TEXT)"),
+                sql(
+                    "INSERT INTO tw VALUES ('2026-01-01T00:00:00Z', 'a'), ('2026-01-01T01:00:00+01:00', 'b') \
+                 ON CONFLICT (at) DO UPDATE SET v = excluded.v",
+                ),
+            ],
+        ),
+        case(
+            "428C9 a value for a generated column",
+            Data,
+            &[
+                sql("CREATE TABLE gen (id INT, d INT GENERATED ALWAYS AS (id * 2) STORED)"),
+                sql("INSERT INTO gen (id, d) VALUES (1, 5)"),
+            ],
+        ),
+        case(
+            "42701 a field named like a system column",
+            Data,
+            &[
+                sql("CREATE TABLE sys (id INT)"),
+                sql("ALTER TABLE sys ADD COLUMN ctid TEXT"),
+            ],
+        ),
+        case(
+            "44000 view WITH CHECK OPTION",
+            Data,
+            &[
+                sql("CREATE TABLE vt (id INT)"),
+                sql("CREATE VIEW vv AS SELECT * FROM vt WHERE id > 0 WITH CHECK OPTION"),
+                sql("INSERT INTO vv VALUES (-1)"),
+            ],
+        ),
+        case(
+            "54000 index row too large",
+            Data,
+            &[
+                sql("CREATE TABLE big (v TEXT UNIQUE)"),
+                sql(
+                    "INSERT INTO big SELECT string_agg(md5(i::text), '') FROM generate_series(1, 400) i",
+                ),
+            ],
+        ),
+        case(
+            "54001 JSON nested too deep",
+            Data,
+            &[sql("SELECT repeat('[', 100000)::jsonb")],
+        ),
+        case("54011 too many columns", Data, &[sql(&wide)]),
+        case(
+            "P0001 a trigger rejects the row",
+            Data,
+            &[
+                sql("CREATE TABLE tr (v TEXT)"),
+                sql(
+                    "CREATE FUNCTION reject() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+                 IF NEW.v = 'bad' THEN RAISE EXCEPTION 'rejected'; END IF; \
+                 ASSERT NEW.v <> 'worse', 'asserted'; RETURN NEW; END $$",
+                ),
+                sql(
+                    "CREATE TRIGGER reject BEFORE INSERT ON tr FOR EACH ROW EXECUTE FUNCTION reject()",
+                ),
+                sql("INSERT INTO tr VALUES ('bad')"),
+            ],
+        ),
+        case(
+            "P0004 a trigger's assertion fails",
+            Data,
+            &[sql("INSERT INTO tr VALUES ('worse')")],
+        ),
+        // The database, not the record: retried.
+        case(
+            "25006 read-only transaction (a standby)",
+            Retriable,
+            &[
+                sql("CREATE TABLE ro (id INT)"),
+                sql("SET default_transaction_read_only = on"),
+                sql("INSERT INTO ro VALUES (1)"),
+            ],
+        ),
+        case(
+            "25P02 in a failed transaction",
+            Retriable,
+            &[
+                sql("BEGIN"),
+                sql(&format!("{MAY_FAIL}SELECT 1/0")),
+                sql("SELECT 1"),
+            ],
+        ),
+        case(
+            "55P03 lock not available",
+            Retriable,
+            &[
+                sql("CREATE TABLE lk (id INT)"),
+                ("#2", "BEGIN"),
+                ("#2", "LOCK TABLE lk"),
+                sql("SET lock_timeout = '100ms'"),
+                sql("INSERT INTO lk VALUES (1)"),
+            ],
+        ),
+        case(
+            "57014 statement timeout",
+            Retriable,
+            &[
+                sql("SET statement_timeout = '50ms'"),
+                sql("SELECT pg_sleep(5)"),
+            ],
+        ),
+        case(
+            "40001 serialization failure",
+            Retriable,
+            &[
+                sql("CREATE TABLE sf (id INT PRIMARY KEY, v INT)"),
+                sql("INSERT INTO sf VALUES (1, 0)"),
+                ("#2", "BEGIN ISOLATION LEVEL REPEATABLE READ"),
+                ("#2", "SELECT * FROM sf"),
+                sql("UPDATE sf SET v = 1"),
+                ("#2", "UPDATE sf SET v = 2"),
+            ],
+        ),
+        case(
+            "57P01 the session is terminated",
+            Retriable,
+            &[
+                ("#2", "SET application_name = 'victim'"),
+                sql(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'victim'",
+                ),
+                ("#2", "SELECT 1"),
+            ],
+        ),
+        case(
+            "53300 too many connections",
+            Retriable,
+            &[
+                sql("CREATE ROLE capped LOGIN CONNECTION LIMIT 0"),
+                ("capped", "SELECT 1"),
+            ],
+        ),
+        // A table or column dropped since the sink looked: it looks again.
+        case(
+            "42P01 the table is gone",
+            Retriable,
+            &[sql("INSERT INTO gone VALUES (1)")],
+        ),
+        case(
+            "42703 the column is gone",
+            Retriable,
+            &[
+                sql("CREATE TABLE dc (id INT)"),
+                sql("INSERT INTO dc (id, gone) VALUES (1, 2)"),
+            ],
+        ),
+        // Configuration and bugs: fatal.
+        case(
+            "42501 insufficient privilege",
+            Fatal,
+            &[
+                sql("CREATE ROLE reader LOGIN"),
+                sql("CREATE TABLE priv (id INT)"),
+                ("reader", "INSERT INTO priv VALUES (1)"),
+            ],
+        ),
+        case("28000 unknown role", Fatal, &[("nobody", "SELECT 1")]),
+        case("42601 syntax error", Fatal, &[sql("INSERT INTO")]),
+        case(
+            "3F000 unknown schema",
+            Fatal,
+            &[sql("CREATE TABLE nosuch.t (id INT)")],
+        ),
+        case(
+            "42P10 no key for ON CONFLICT",
+            Fatal,
+            &[
+                sql("CREATE TABLE nk (id INT, v INT)"),
+                sql("INSERT INTO nk VALUES (1, 1) ON CONFLICT (id) DO NOTHING"),
+            ],
+        ),
+    ]
+}
+
+fn mariadb_cases() -> Vec<Provoke> {
+    use ErrorKind::{Data, Fatal, Retriable};
+    let wide = wide_table("wide", 1100);
+    let long_name = "x".repeat(70);
+    let long_column = format!("ALTER TABLE tl ADD COLUMN {long_name} TEXT");
+    let row_too_large = {
+        let columns: Vec<String> = (0..300).map(|i| format!("c{i} VARCHAR(100)")).collect();
+        format!("CREATE TABLE rs ({})", columns.join(", "))
+    };
+    let mut cases = vec![
+        case(
+            "1062 duplicate key",
+            Data,
+            &[
+                sql("CREATE TABLE u (id INT PRIMARY KEY)"),
+                sql("INSERT INTO u VALUES (1)"),
+                sql("INSERT INTO u VALUES (1)"),
+            ],
+        ),
+        case(
+            "1048 NULL into NOT NULL",
+            Data,
+            &[
+                sql("CREATE TABLE nn (id INT, v TEXT NOT NULL)"),
+                sql("INSERT INTO nn VALUES (1, NULL)"),
+            ],
+        ),
+        case(
+            "1364 no value for a column without a default",
+            Data,
+            &[sql("INSERT INTO nn (id) VALUES (1)")],
+        ),
+        case(
+            "1452 foreign key",
+            Data,
+            &[
+                sql("CREATE TABLE fp (id INT PRIMARY KEY)"),
+                sql("CREATE TABLE fc (p INT, FOREIGN KEY (p) REFERENCES fp (id))"),
+                sql("INSERT INTO fc VALUES (5)"),
+            ],
+        ),
+        case(
+            "4025 check (MariaDB)",
+            Data,
+            &[
+                sql("CREATE TABLE ck (v INT CHECK (v > 0))"),
+                sql("INSERT INTO ck VALUES (-1)"),
+            ],
+        ),
+        case(
+            "1406 data too long",
+            Data,
+            &[
+                sql("CREATE TABLE tl (v VARCHAR(2))"),
+                sql("INSERT INTO tl VALUES ('abc')"),
+            ],
+        ),
+        case(
+            "1264 out of range",
+            Data,
+            &[
+                sql("CREATE TABLE nr (v INT)"),
+                sql("INSERT INTO nr VALUES (99999999999)"),
+            ],
+        ),
+        case(
+            "1366 not a number",
+            Data,
+            &[sql("INSERT INTO nr VALUES ('abc')")],
+        ),
+        case(
+            "1292 not a date",
+            Data,
+            &[
+                sql("CREATE TABLE dt (v DATE)"),
+                sql("INSERT INTO dt VALUES ('2026-13-45')"),
+            ],
+        ),
+        case(
+            "1265 not one of an ENUM's values",
+            Data,
+            &[
+                sql("CREATE TABLE en (v ENUM('a', 'b'))"),
+                sql("INSERT INTO en VALUES ('c')"),
+            ],
+        ),
+        case("1118 row size too large", Data, &[sql(&row_too_large)]),
+        case(
+            "1005 errno 185: too many columns (InnoDB)",
+            Data,
+            &[sql(&wide)],
+        ),
+        case("1059 identifier too long", Data, &[sql(&long_column)]),
+        case(
+            "1060 duplicate column name (case-insensitive)",
+            Data,
+            &[sql("CREATE TABLE dup (a INT, A INT)")],
+        ),
+        case(
+            "1110 a column given twice",
+            Data,
+            &[sql("INSERT INTO tl (v, V) VALUES ('a', 'b')")],
+        ),
+        case(
+            "1166 incorrect column name",
+            Data,
+            &[sql("ALTER TABLE tl ADD COLUMN `a ` TEXT")],
+        ),
+        case(
+            "1369 view WITH CHECK OPTION",
+            Data,
+            &[
+                sql("CREATE TABLE vt (id INT)"),
+                sql("CREATE VIEW vv AS SELECT * FROM vt WHERE id > 0 WITH CHECK OPTION"),
+                sql("INSERT INTO vv VALUES (-1)"),
+            ],
+        ),
+        case(
+            "1644 a trigger SIGNALs",
+            Data,
+            &[
+                sql("CREATE TABLE tr (v TEXT)"),
+                sql("CREATE TRIGGER reject BEFORE INSERT ON tr FOR EACH ROW \
+                 IF NEW.v = 'bad' THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'rejected'; END IF"),
+                sql("INSERT INTO tr VALUES ('bad')"),
+            ],
+        ),
+        case(
+            "1906 a value for a generated column",
+            Data,
+            &[
+                sql("CREATE TABLE gen (id INT, d INT AS (id * 2) PERSISTENT)"),
+                sql("INSERT INTO gen (id, d) VALUES (1, 5)"),
+            ],
+        ),
+        // The database, not the record: retried.
+        case(
+            "1205 lock wait timeout",
+            Retriable,
+            &[
+                sql("CREATE TABLE lk (id INT PRIMARY KEY)"),
+                sql("INSERT INTO lk VALUES (1)"),
+                ("#2", "BEGIN"),
+                ("#2", "SELECT * FROM lk FOR UPDATE"),
+                sql("SET innodb_lock_wait_timeout = 1"),
+                sql("UPDATE lk SET id = 2"),
+            ],
+        ),
+        case(
+            "1792 read-only transaction",
+            Retriable,
+            &[
+                sql("START TRANSACTION READ ONLY"),
+                sql("INSERT INTO lk VALUES (3)"),
+            ],
+        ),
+        case(
+            "1114 table full",
+            Retriable,
+            &[
+                sql("SET max_heap_table_size = 16384"),
+                sql("CREATE TABLE mem (id INT PRIMARY KEY, v VARCHAR(200)) ENGINE=MEMORY"),
+                sql("INSERT INTO mem SELECT seq, REPEAT('x', 200) FROM seq_1_to_1000"),
+            ],
+        ),
+        case(
+            "1969 statement timeout",
+            Retriable,
+            &[
+                sql("SET max_statement_time = 0.05"),
+                sql("SELECT SUM(a.seq * b.seq) FROM seq_1_to_100000 a, seq_1_to_100000 b"),
+            ],
+        ),
+        case(
+            "1226 max_user_connections",
+            Retriable,
+            &[
+                sql("CREATE USER capped WITH MAX_USER_CONNECTIONS 1"),
+                sql("GRANT ALL ON sluice.* TO capped"),
+                ("capped", "SELECT 1"),
+                ("capped#2", "SELECT 1"),
+            ],
+        ),
+        case(
+            "1927 the connection is killed",
+            Retriable,
+            &[
+                sql("CREATE USER victim"),
+                sql("GRANT ALL ON sluice.* TO victim"),
+                ("victim", "SELECT 1"),
+                sql("KILL CONNECTION USER 'victim'"),
+                ("victim", "SELECT 1"),
+            ],
+        ),
+        case(
+            "1146 the table is gone",
+            Retriable,
+            &[sql("INSERT INTO gone VALUES (1)")],
+        ),
+        case(
+            "1054 the column is gone",
+            Retriable,
+            &[sql("INSERT INTO lk (id, gone) VALUES (4, 1)")],
+        ),
+        // Configuration and bugs: fatal.
+        case(
+            "1142 insert denied",
+            Fatal,
+            &[
+                sql("CREATE USER reader"),
+                sql("GRANT SELECT ON sluice.* TO reader"),
+                ("reader", "INSERT INTO lk VALUES (5)"),
+            ],
+        ),
+        case(
+            "1045 access denied (password)",
+            Fatal,
+            &[
+                sql("CREATE USER locked IDENTIFIED BY 'secret'"),
+                ("locked", "SELECT 1"),
+            ],
+        ),
+        case("1064 syntax error", Fatal, &[sql("INSERT INTO")]),
+        case(
+            "1071 key too long (pk.fields)",
+            Fatal,
+            &[sql(
+                "CREATE TABLE kl (a VARCHAR(255), b VARCHAR(255), c VARCHAR(255), d VARCHAR(255), \
+             PRIMARY KEY (a, b, c, d)) CHARACTER SET utf8mb4",
+            )],
+        ),
+        case(
+            "1170 TEXT key (column type)",
+            Fatal,
+            &[sql("CREATE TABLE kt (a TEXT PRIMARY KEY)")],
+        ),
+    ];
+    let mut read_only = case(
+        "1290 --read-only (a failover)",
+        Retriable,
+        &[
+            sql("CREATE USER writer"),
+            sql("GRANT ALL ON sluice.* TO writer"),
+            sql("SET GLOBAL read_only = 1"),
+            ("writer", "INSERT INTO lk VALUES (6)"),
+        ],
+    );
+    read_only.cleanup = vec!["SET GLOBAL read_only = 0".into()];
+    cases.push(read_only);
+    let snapshot = case(
+        "1020 record changed since read (snapshot isolation)",
+        Retriable,
+        &[
+            ("#2", "SET SESSION innodb_snapshot_isolation = ON"),
+            ("#2", "BEGIN"),
+            ("#2", "SELECT * FROM lk"),
+            sql("UPDATE lk SET id = 7 WHERE id = 1"),
+            ("#2", "UPDATE lk SET id = 8 WHERE id = 7"),
+        ],
+    );
+    cases.push(snapshot);
+    cases
+}
+
+fn sqlite_cases(dir: &std::path::Path) -> Vec<Provoke> {
+    use ErrorKind::{Data, Fatal, Retriable};
+    let garbage = dir.join("garbage.db");
+    std::fs::write(&garbage, vec![b'x'; 4096]).unwrap();
+    let attach_garbage = format!("ATTACH '{}' AS g", garbage.display());
+    let wide = wide_table("wide", 2001);
+    vec![
+        case(
+            "2067 unique",
+            Data,
+            &[
+                sql("CREATE TABLE u (id INT UNIQUE)"),
+                sql("INSERT INTO u VALUES (1)"),
+                sql("INSERT INTO u VALUES (1)"),
+            ],
+        ),
+        case(
+            "1555 primary key",
+            Data,
+            &[
+                sql("CREATE TABLE p (id INT PRIMARY KEY)"),
+                sql("INSERT INTO p VALUES (1)"),
+                sql("INSERT INTO p VALUES (1)"),
+            ],
+        ),
+        case(
+            "1299 not null",
+            Data,
+            &[
+                sql("CREATE TABLE nn (v TEXT NOT NULL)"),
+                sql("INSERT INTO nn VALUES (NULL)"),
+            ],
+        ),
+        case(
+            "275 check",
+            Data,
+            &[
+                sql("CREATE TABLE ck (v INT CHECK (v > 0))"),
+                sql("INSERT INTO ck VALUES (-1)"),
+            ],
+        ),
+        case(
+            "787 foreign key",
+            Data,
+            &[
+                sql("PRAGMA foreign_keys = ON"),
+                sql("CREATE TABLE fp (id INTEGER PRIMARY KEY)"),
+                sql("CREATE TABLE fc (p INT REFERENCES fp (id))"),
+                sql("INSERT INTO fc VALUES (5)"),
+            ],
+        ),
+        case(
+            "1811 a trigger rejects the row",
+            Data,
+            &[
+                sql("CREATE TABLE tr (v TEXT)"),
+                sql(
+                    "CREATE TRIGGER reject BEFORE INSERT ON tr WHEN NEW.v = 'bad' \
+                 BEGIN SELECT RAISE(ABORT, 'rejected'); END",
+                ),
+                sql("INSERT INTO tr VALUES ('bad')"),
+            ],
+        ),
+        case(
+            "3091 wrong type for a STRICT table",
+            Data,
+            &[
+                sql("CREATE TABLE st (v INTEGER) STRICT"),
+                sql("INSERT INTO st VALUES ('abc')"),
+            ],
+        ),
+        case(
+            "20 mismatch: not an integer for a rowid key",
+            Data,
+            &[
+                sql("CREATE TABLE rk (id INTEGER PRIMARY KEY)"),
+                sql("INSERT INTO rk VALUES ('abc')"),
+            ],
+        ),
+        case("18 too big", Data, &[sql("SELECT zeroblob(2000000000)")]),
+        case("1 too many columns", Data, &[sql(&wide)]),
+        // The database, not the record: retried.
+        case(
+            "5 busy",
+            Retriable,
+            &[
+                sql("CREATE TABLE b (id INT)"),
+                ("#2", "BEGIN IMMEDIATE"),
+                sql("PRAGMA busy_timeout = 0"),
+                sql("INSERT INTO b VALUES (1)"),
+            ],
+        ),
+        case(
+            "13 full",
+            Retriable,
+            &[
+                sql("CREATE TABLE f (v BLOB)"),
+                sql("PRAGMA max_page_count = 1"),
+                sql("INSERT INTO f VALUES (zeroblob(100000))"),
+            ],
+        ),
+        case(
+            "1 the table is gone",
+            Retriable,
+            &[sql("INSERT INTO gone VALUES (1)")],
+        ),
+        case(
+            "1 the column is gone",
+            Retriable,
+            &[
+                sql("CREATE TABLE dc (id INT)"),
+                sql("INSERT INTO dc (id, gone) VALUES (1, 2)"),
+            ],
+        ),
+        case(
+            "517 busy snapshot (WAL)",
+            Retriable,
+            &[
+                sql("PRAGMA journal_mode = WAL"),
+                sql("CREATE TABLE w (id INT)"),
+                ("#2", "BEGIN"),
+                ("#2", "SELECT * FROM w"),
+                sql("INSERT INTO w VALUES (1)"),
+                ("#2", "INSERT INTO w VALUES (2)"),
+            ],
+        ),
+        // Configuration, the file, bugs: fatal.
+        case(
+            "8 read-only",
+            Fatal,
+            &[
+                sql("CREATE TABLE r (id INT)"),
+                sql("PRAGMA query_only = 1"),
+                sql("INSERT INTO r VALUES (1)"),
+            ],
+        ),
+        case("26 not a database", Fatal, &[sql(&attach_garbage)]),
+        case(
+            "14 cannot open",
+            Fatal,
+            &[sql("ATTACH '/nonexistent/dir/x.db' AS n")],
+        ),
+        case("1 syntax error", Fatal, &[sql("INSERT INTO")]),
+    ]
+}
+
+/// Through the sink: a table or column dropped behind its back is
+/// retriable, and the retry puts it back; a record that the database
+/// refuses for its shape (a field name, too many fields) is a data error,
+/// and the task goes on writing the others.
+async fn schema_errors(db: &Db) -> Vec<String> {
+    let mut wrong = Vec::new();
+    let mut expect = |what: &str, result: Result<(), sluice_sdk::ConnectError>, kind| match result {
+        Ok(()) => wrong.push(format!("{what}: written, expected a {kind} error")),
+        Err(e) if e.kind != kind => wrong.push(format!(
+            "{what}: {}, expected {kind} ({})",
+            e.kind,
+            e.full_message()
+        )),
+        Err(_) => {}
+    };
+    let t = db.table("behind");
+    let cfg = [
+        ("insert.mode", "insert"),
+        ("pk.mode", "none"),
+        ("auto.create", "true"),
+        ("auto.evolve", "true"),
+        ("table.name.format", t.as_str()),
+    ];
+    let mut sink = db.task(&cfg).await;
+    let row = |o: i64| rec("b", o, None, Some(r#"{"n": 1, "v": "x"}"#));
+    sink.put(vec![row(0)]).await.unwrap();
+    db.rows(&format!("DROP TABLE {}", db.q(&t))).await;
+    expect(
+        "a dropped table",
+        sink.put(vec![row(1)]).await,
+        ErrorKind::Retriable,
+    );
+    sink.put(vec![row(1)]).await.unwrap();
+    db.rows(&format!("ALTER TABLE {} DROP COLUMN v", db.q(&t)))
+        .await;
+    expect(
+        "a dropped column",
+        sink.put(vec![row(2)]).await,
+        ErrorKind::Retriable,
+    );
+    sink.put(vec![row(2)]).await.unwrap();
+    let count = db
+        .rows(&format!("SELECT {} FROM {}", db.text("COUNT(*)"), db.q(&t)))
+        .await;
+    assert_eq!(count, strings(&[&["2"]]), "rows after the retries");
+
+    // Fields the database refuses as columns.
+    let mysql = db.mysql;
+    let sqlite = db.url.starts_with("sqlite:");
+    let too_many = if sqlite {
+        2001
+    } else if mysql {
+        1100
+    } else {
+        1601
+    };
+    let wide: serde_json::Map<String, serde_json::Value> =
+        (0..too_many).map(|i| (format!("f{i}"), 1.into())).collect();
+    let wide = serde_json::Value::Object(wide).to_string();
+    let long = format!(r#"{{"n": 1, "{}": 1}}"#, "x".repeat(70));
+    let mut refused = vec![("too many fields for a new table", wide.as_str(), true)];
+    if mysql {
+        refused.extend([
+            (
+                "a field name with a trailing space",
+                r#"{"n": 1, "a ": 1}"#,
+                false,
+            ),
+            ("a field name over 64 characters", long.as_str(), false),
+            (
+                "two fields that differ in case",
+                r#"{"n": 1, "a": 1, "A": 2}"#,
+                true,
+            ),
+        ]);
+    } else if !sqlite {
+        refused.push((
+            "a field named like a system column",
+            r#"{"n": 1, "ctid": "x"}"#,
+            false,
+        ));
+    }
+    for (i, (what, value, new_table)) in refused.into_iter().enumerate() {
+        let table = if new_table {
+            db.table(&format!("refused{i}"))
+        } else {
+            t.clone()
+        };
+        let mut cfg = cfg;
+        cfg[4] = ("table.name.format", table.as_str());
+        let mut sink = db.task(&cfg).await;
+        expect(
+            what,
+            sink.put(vec![rec("b", 10, None, Some(value))]).await,
+            ErrorKind::Data,
+        );
+        sink.put(vec![row(11)]).await.unwrap();
+        sink.stop().await;
+    }
+
+    if !mysql && !sqlite {
+        // Keys the sink sees as two and PostgreSQL as one: a data error
+        // for the batch; split, both are written, the last one winning.
+        let t = db.table("instants");
+        db.rows(&format!(
+            "CREATE TABLE {} (at TIMESTAMPTZ PRIMARY KEY, v TEXT)",
+            db.q(&t)
+        ))
+        .await;
+        let mut sink = db
+            .task(&[
+                ("insert.mode", "upsert"),
+                ("pk.mode", "record_value"),
+                ("pk.fields", "at"),
+                ("table.name.format", t.as_str()),
+            ])
+            .await;
+        let a = rec(
+            "i",
+            0,
+            None,
+            Some(r#"{"at": "2026-01-01T00:00:00Z", "v": "a"}"#),
+        );
+        let b = rec(
+            "i",
+            1,
+            None,
+            Some(r#"{"at": "2026-01-01T01:00:00+01:00", "v": "b"}"#),
+        );
+        expect(
+            "one upsert meeting a key twice",
+            sink.put(vec![a.clone(), b.clone()]).await,
+            ErrorKind::Data,
+        );
+        sink.put(vec![a]).await.unwrap();
+        sink.put(vec![b]).await.unwrap();
+        assert_eq!(
+            db.rows(&format!("SELECT v FROM {}", db.q(&t))).await,
+            strings(&[&["b"]])
+        );
+        sink.stop().await;
+    }
+    sink.stop().await;
+    wrong
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn jdbc_errors_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite:{}", dir.path().join("errors.db").display());
+    let mut wrong = misclassified(&url, sqlite_cases(dir.path())).await;
+    let db = Db {
+        url: format!("sqlite:{}", dir.path().join("sink.db").display()),
+        mysql: false,
+        prefix: String::new(),
+    };
+    wrong.extend(schema_errors(&db).await);
+    assert!(wrong.is_empty(), "misclassified:\n{}", wrong.join("\n"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn jdbc_errors_on_postgres() {
+    let Some(pg) = PgInstance::start() else {
+        return;
+    };
+    let db = Db {
+        url: pg.url(),
+        mysql: false,
+        prefix: "s_".into(),
+    };
+    let mut wrong = misclassified(&db.url, postgres_cases()).await;
+    wrong.extend(schema_errors(&db).await);
+    assert!(wrong.is_empty(), "misclassified:\n{}", wrong.join("\n"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn jdbc_errors_on_mariadb() {
+    let Some(maria) = MariaDbInstance::start() else {
+        return;
+    };
+    let db = Db {
+        url: maria.url(),
+        mysql: true,
+        prefix: "s_".into(),
+    };
+    let mut wrong = misclassified(&db.url, mariadb_cases()).await;
+    wrong.extend(schema_errors(&db).await);
+    assert!(wrong.is_empty(), "misclassified:\n{}", wrong.join("\n"));
 }

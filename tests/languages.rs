@@ -74,6 +74,7 @@ fn record(value: Option<Vec<u8>>) -> Record {
                 value: Some(vec![0, 0xff, 1, 0x80]),
             },
         ],
+        ..Default::default()
     }
 }
 

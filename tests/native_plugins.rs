@@ -171,7 +171,8 @@ async fn the_http_sink_plugin_delivers_with_idempotency_keys() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn bad_libraries_are_skipped_with_reasons_and_the_worker_serves() {
-    let (registry, failures) = sluice_runtime::plugin::Registry::with_native(&[plugin_dir()]);
+    let (registry, failures) =
+        sluice_runtime::plugin::Registry::with_native(&[plugin_dir()], Default::default());
     let reason = |name: &str| {
         failures
             .iter()

@@ -669,7 +669,15 @@ async fn the_answers_match_the_spec() {
     assert_eq!(s, 404);
     let validate = "/connector-plugins/{class}/config/validate";
     let uri = "/connector-plugins/datagen/config/validate";
-    let (s, ok) = conforms(env, spec, "PUT", validate, uri, Some(json!({"topic": "t"}))).await;
+    let (s, ok) = conforms(
+        env,
+        spec,
+        "PUT",
+        validate,
+        uri,
+        Some(json!({"name": "v", "topic": "t"})),
+    )
+    .await;
     assert_eq!(
         (s.as_u16(), ok["error_count"].as_u64()),
         (200, Some(0)),
@@ -681,7 +689,7 @@ async fn the_answers_match_the_spec() {
         "PUT",
         validate,
         uri,
-        Some(json!({"rate": "fast"})),
+        Some(json!({"name": "v", "rate": "fast"})),
     )
     .await;
     assert_eq!(
@@ -731,7 +739,7 @@ async fn the_answers_match_the_spec() {
         None,
     )
     .await;
-    assert_eq!(s, 204);
+    assert_eq!(s, 202);
     let (s, _) = conforms(
         env,
         spec,
@@ -854,7 +862,7 @@ async fn unreadable_bodies_are_answered_with_the_error_body() {
         }
     }
     assert!(wrong.is_empty(), "{wrong:#?}");
-    assert_eq!(checked, 7 * 3, "every operation with a request body");
+    assert_eq!(checked, 8 * 3, "every operation with a request body");
 }
 
 /// 401 (with basic auth configured) answers with the spec's Error body.
@@ -1016,7 +1024,7 @@ async fn a_sinks_answers_match_the_spec() {
         "PUT",
         "/connector-plugins/{class}/config/validate",
         validate,
-        Some(json!({"file": "/tmp/x"})),
+        Some(json!({"name": "v", "file": "/tmp/x"})),
     )
     .await;
     assert_eq!(

@@ -11,7 +11,7 @@ use crate::fixtures::{self, InProcess};
 /// The server's URL. Without one this fails, loudly, unless the run says
 /// explicitly that PostgreSQL is unavailable (SLUICE_SKIP_POSTGRES=1), in
 /// which case it prints that the check did not run.
-fn postgres_url() -> Option<String> {
+pub(crate) fn postgres_url() -> Option<String> {
     match std::env::var("SLUICE_TEST_POSTGRES_URL") {
         Ok(url) => Some(url),
         Err(_) if std::env::var("SLUICE_SKIP_POSTGRES").as_deref() == Ok("1") => {
@@ -338,4 +338,97 @@ async fn a_fenced_exactly_once_sink_reads_on_from_the_stored_offset() {
         status.tasks[0].1.trace
     );
     env.worker.shutdown().await;
+}
+
+/// Records the database refuses for themselves, not for its state: a
+/// field named like a system column (`ctid`, 42701 from auto.evolve's
+/// ALTER TABLE) and a row a trigger rejects (RAISE EXCEPTION, P0001).
+/// Under errors.tolerance=all both are dead-lettered and the others
+/// written; the task keeps running.
+#[tokio::test(flavor = "multi_thread")]
+async fn records_the_database_refuses_are_dead_lettered() {
+    let Some(url) = postgres_url() else { return };
+    let table = format!("refused_{}", std::process::id());
+    for sql in [
+        format!(r#"DROP TABLE IF EXISTS "{table}""#),
+        format!(r#"CREATE TABLE "{table}" (id BIGINT PRIMARY KEY, v TEXT)"#),
+        format!(
+            r#"CREATE OR REPLACE FUNCTION "{table}_check"() RETURNS trigger LANGUAGE plpgsql AS $$
+               BEGIN IF NEW.v = 'bad' THEN RAISE EXCEPTION 'v must not be bad'; END IF; RETURN NEW; END $$"#
+        ),
+        format!(
+            r#"CREATE TRIGGER "{table}_check" BEFORE INSERT OR UPDATE ON "{table}"
+               FOR EACH ROW EXECUTE FUNCTION "{table}_check"()"#
+        ),
+    ] {
+        fixtures::db_exec(&url, &sql).await;
+    }
+    let env = InProcess::start();
+    env.broker.create_topic(&table, 1).await.unwrap();
+    let records = [
+        r#"{"id": 1, "v": "a"}"#,
+        r#"{"id": 2, "ctid": "x"}"#,
+        r#"{"id": 3, "v": "bad"}"#,
+        r#"{"id": 4, "v": "d"}"#,
+    ];
+    let refs: Vec<(Option<&str>, &[u8])> = records.iter().map(|r| (None, r.as_bytes())).collect();
+    fixtures::produce(env.broker.bootstrap_servers(), &table, &refs).await;
+    let dlq = format!("{table}-dlq");
+    env.create(json!({"name": "pg-refused", "config": {
+        "connector.class": "jdbc-sink", "topics": table,
+        "connection.url": url,
+        "insert.mode": "upsert", "pk.mode": "record_value", "pk.fields": "id",
+        "auto.evolve": "true",
+        "errors.tolerance": "all",
+        "errors.deadletterqueue.topic.name": dlq,
+        "errors.deadletterqueue.topic.replication.factor": "1",
+    }}))
+    .await;
+    let bootstrap = env.broker.bootstrap_servers().to_string();
+    let letters = fixtures::eventually(Duration::from_secs(60), "two dead letters", || {
+        let (bootstrap, dlq) = (bootstrap.clone(), dlq.clone());
+        let env = &env;
+        async move {
+            if let Some(s) = env.worker.status("pg-refused").await
+                && let Some((_, t)) = s.tasks.first()
+                && t.state == sluice_runtime::task::State::Failed
+            {
+                panic!("the task failed: {:?}", t.trace);
+            }
+            let letters =
+                tokio::task::spawn_blocking(move || fixtures::read_topic(&bootstrap, &dlq))
+                    .await
+                    .ok()?;
+            (letters.len() >= 2).then_some(letters)
+        }
+    })
+    .await;
+    let mut refused: Vec<String> = letters
+        .iter()
+        .map(|m| {
+            use rdkafka::Message;
+            String::from_utf8_lossy(m.payload().unwrap_or_default()).into_owned()
+        })
+        .collect();
+    refused.sort();
+    assert_eq!(refused, vec![records[1], records[2]]);
+    let written = vec![vec!["1".to_string()], vec!["4".to_string()]];
+    fixtures::eventually(Duration::from_secs(60), "rows 1 and 4", || async {
+        let rows = fixtures::db_rows(
+            &url,
+            &format!(r#"SELECT CAST(id AS TEXT) FROM "{table}" ORDER BY id"#),
+        )
+        .await;
+        (rows == written).then_some(())
+    })
+    .await;
+    let status = env.worker.status("pg-refused").await.unwrap();
+    assert_eq!(
+        status.tasks[0].1.state,
+        sluice_runtime::task::State::Running,
+        "{:?}",
+        status.tasks[0].1.trace
+    );
+    env.worker.shutdown().await;
+    fixtures::db_exec(&url, &format!(r#"DROP TABLE IF EXISTS "{table}""#)).await;
 }

@@ -577,13 +577,33 @@ async fn offsets_are_read_and_changed_while_stopped() {
             r#"{"n":9}"#
         ]
     );
+    // A config update restarts the tasks; the topics used stay listed until
+    // a reset, as in Kafka Connect (they were forgotten).
+    let mut updated = sink["config"].clone();
+    updated["batch.max.records"] = json!("50");
+    let r = http
+        .put(format!("{base}/connectors/rw/config"))
+        .json(&updated)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    let topics: Value = http
+        .get(format!("{base}/connectors/rw/topics"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(topics, json!({"rw": {"topics": ["rewind"]}}));
     assert_eq!(
         http.put(format!("{base}/connectors/rw/topics/reset"))
             .send()
             .await
             .unwrap()
             .status(),
-        204
+        202
     );
     let topics: Value = http
         .get(format!("{base}/connectors/rw/topics"))
@@ -672,6 +692,24 @@ async fn plugins_describe_and_validate_their_configs() {
         ),
         "{all}"
     );
+    // Each standard transform under the class Kafka Connect users name:
+    // `$Key`/`$Value` only where Kafka Connect has them, Debezium's under
+    // its own package.
+    for class in [
+        "org.apache.kafka.connect.transforms.Flatten$Value",
+        "org.apache.kafka.connect.transforms.TimestampRouter",
+        "org.apache.kafka.connect.transforms.DropHeaders",
+        "io.debezium.transforms.ExtractNewRecordState",
+    ] {
+        assert!(has(class, "transformation"), "{class} not listed: {all}");
+    }
+    for class in [
+        "org.apache.kafka.connect.transforms.TimestampRouter$Key",
+        "org.apache.kafka.connect.transforms.DropHeaders$Value",
+        "org.apache.kafka.connect.transforms.ExtractNewRecordState$Value",
+    ] {
+        assert!(!has(class, "transformation"), "{class} listed: {all}");
+    }
     assert!(
         has(
             "org.apache.kafka.connect.transforms.predicates.TopicNameMatches",
@@ -724,7 +762,7 @@ async fn plugins_describe_and_validate_their_configs() {
         &env,
         "PUT",
         "/connector-plugins/jdbc-sink/config/validate",
-        Some(json!({"topics": "t", "connection.url": "jdbc:sqlite:/tmp/x.db", "insert.mode": "upsert", "connection.password": "p"})),
+        Some(json!({"name": "v", "topics": "t", "connection.url": "jdbc:sqlite:/tmp/x.db", "insert.mode": "upsert", "connection.password": "p"})),
     )
     .await;
     assert_eq!(s, StatusCode::OK);
@@ -762,7 +800,7 @@ async fn plugins_describe_and_validate_their_configs() {
         &env,
         "PUT",
         "/connector-plugins/datagen/config/validate",
-        Some(json!({"topic": "t", "transforms": "x", "transforms.x.type": "wasm", "transforms.x.module": fake.display().to_string()})),
+        Some(json!({"name": "v", "topic": "t", "transforms": "x", "transforms.x.type": "wasm", "transforms.x.module": fake.display().to_string()})),
     )
     .await;
     assert_eq!(v["error_count"], 1, "{v}");
@@ -778,10 +816,43 @@ async fn plugins_describe_and_validate_their_configs() {
         &env,
         "PUT",
         "/connector-plugins/datagen/config/validate",
-        Some(json!({"topic": "t", "rate": "5"})),
+        Some(json!({"name": "v", "topic": "t", "rate": "5"})),
     )
     .await;
     assert_eq!(v["error_count"], 0, "{v}");
+
+    // Every key at fault, each with its error: a common key that does not
+    // parse, a bad enum value of the runtime's and of the plugin's, a sink
+    // without topics, a required key missing; `error_count` counts them.
+    let (s, v) = call(
+        &env,
+        "PUT",
+        "/connector-plugins/jdbc-sink/config/validate",
+        Some(json!({"name": "v", "tasks.max": "x", "errors.tolerance": "some", "insert.mode": "merge"})),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(v["error_count"], 5, "{v}");
+    for (key, says) in [
+        ("tasks.max", "expected a non-negative integer"),
+        ("errors.tolerance", "some"),
+        ("topics", "is required"),
+        ("insert.mode", "merge"),
+        ("connection.url", "is required but missing"),
+    ] {
+        let errors = entry(&v, key)["value"]["errors"].clone();
+        assert_eq!(errors.as_array().map(Vec::len), Some(1), "{key}: {v}");
+        assert!(errors[0].as_str().unwrap().contains(says), "{key}: {v}");
+    }
+    // A create refuses the config with the first of them.
+    let (s, b) = call(
+        &env,
+        "POST",
+        "/connectors",
+        Some(json!({"name": "v", "config": {"connector.class": "jdbc-sink", "tasks.max": "x", "errors.tolerance": "some", "insert.mode": "merge"}})),
+    )
+    .await;
+    assert_error(s, &b, 400, "tasks.max");
     env.worker.shutdown().await;
 }
 
@@ -1859,4 +1930,68 @@ async fn an_https_listener_with_the_cli() {
         err.contains("listeners.https.ssl.certificate.location"),
         "{err}"
     );
+}
+
+/// A secret is hidden wherever it appears, not only under a key named like
+/// one: inside a connection URL, a JAAS config, another key's value, an
+/// error message of validate.
+#[tokio::test(flavor = "multi_thread")]
+async fn secrets_are_hidden_by_value_in_every_answer() {
+    let env = InProcess::start();
+    let jaas = r#"org.apache.kafka.common.security.plain.PlainLoginModule required username="app" password="Jaas9secret";"#;
+    let config = json!({
+        "connector.class": "jdbc-sink", "topics": "secret-t",
+        "connection.url": "jdbc:postgresql://app:Hunter2secret@127.0.0.1:1/db?sslpassword=Query7secret",
+        "connection.password": "Hunter2secret",
+        "consumer.override.sasl.jaas.config": jaas,
+        "table.name.format": "audit_Hunter2secret",
+        "insert.mode": "upsert", "pk.mode": "record_value", "pk.fields": "id"
+    });
+    let (s, b) = call(
+        &env,
+        "POST",
+        "/connectors",
+        Some(json!({"name": "db", "config": config})),
+    )
+    .await;
+    assert_eq!(s, StatusCode::CREATED, "{b}");
+    let mut invalid = config.clone();
+    invalid["connection.url"] = json!("jdbc:oracle:thin:app/Hunter2secret@db:1521/x");
+    let mut answers = Vec::new();
+    for (method, path, body) in [
+        ("GET", "/connectors/db", None),
+        ("GET", "/connectors/db/config", None),
+        ("GET", "/connectors/db/tasks", None),
+        ("GET", "/connectors?expand=info&expand=status", None),
+        (
+            "PUT",
+            "/connector-plugins/jdbc-sink/config/validate",
+            Some(config.clone()),
+        ),
+        (
+            "PUT",
+            "/connector-plugins/jdbc-sink/config/validate",
+            Some(invalid),
+        ),
+    ] {
+        let (status, body) = call(&env, method, path, body).await;
+        assert!(status.is_success(), "{method} {path}: {status} {body}");
+        answers.push((format!("{method} {path}"), body.to_string()));
+    }
+    for (request, body) in &answers {
+        for secret in ["Hunter2secret", "Jaas9secret", "Query7secret"] {
+            assert!(!body.contains(secret), "{request} shows `{secret}`: {body}");
+        }
+    }
+    // What is not secret is still shown.
+    let (_, config) = call(&env, "GET", "/connectors/db/config", None).await;
+    assert_eq!(config["topics"], "secret-t");
+    assert!(
+        config["connection.url"]
+            .as_str()
+            .unwrap()
+            .starts_with("jdbc:postgresql://app:[hidden]@127.0.0.1:1/db"),
+        "{config}"
+    );
+    env.worker.shutdown().await;
 }

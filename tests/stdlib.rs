@@ -50,6 +50,7 @@ fn record(key: Value, value: Value) -> Record {
         key: Some(serde_json::to_vec(&key).unwrap()),
         value: Some(serde_json::to_vec(&value).unwrap()),
         headers: vec![],
+        ..Default::default()
     }
 }
 
@@ -134,7 +135,7 @@ fn mask_field() {
     );
     assert_eq!(
         value(&r),
-        json!({"ssn": "", "n": 0, "ok": false, "tags": [], "keep": "y"})
+        json!({"ssn": "", "n": 0.0, "ok": false, "tags": [], "keep": "y"})
     );
     let r = one(
         &[("type", &t), ("fields", "ssn"), ("replacement", "***")],
@@ -424,7 +425,7 @@ fn bad_standard_transform_configs_are_named() {
         .err()
         .unwrap();
     assert!(err.contains("key `field` is required"), "{err}");
-    let err = chain_for(&[("type", &format!("{SMT}Flatten$Value"))])
+    let err = chain_for(&[("type", &format!("{SMT}SetSchemaMetadata$Value"))])
         .err()
         .unwrap();
     assert!(

@@ -8,8 +8,12 @@
 
 mod fixtures;
 
+mod compat_converter;
+mod compat_smt;
 mod config_errors;
+mod console;
 pub mod consumer_stability;
+mod converter;
 pub mod crash;
 mod delivery;
 pub mod distributed;

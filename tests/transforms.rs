@@ -75,6 +75,7 @@ fn rec(value: &str) -> Record {
         key: Some(b"k".to_vec()),
         value: Some(value.as_bytes().to_vec()),
         headers: vec![],
+        ..Default::default()
     }
 }
 

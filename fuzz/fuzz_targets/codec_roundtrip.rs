@@ -31,6 +31,7 @@ impl From<ARecord> for Record {
                 .into_iter()
                 .map(|(key, value)| Header { key, value })
                 .collect(),
+            ..Default::default()
         }
     }
 }

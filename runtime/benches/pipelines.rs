@@ -14,7 +14,10 @@
 //! 4. the worker's memory idle, and under load with many connectors;
 //! 5. pipelines 1 and 2 again on a real Apache Kafka broker beside the same
 //!    runs on the embedded one (part `kafka`);
-//! 6. scaling: tasks, and records per run.
+//! 6. scaling: tasks, and records per run;
+//! 7. the sink's latency while hundreds of clients send bad passwords to
+//!    the REST API (part `authflood`), against the same worker with basic
+//!    authentication and no flood.
 //!
 //!     bench/run.sh pipelines       (starts PostgreSQL, Apache Kafka and the Python venv)
 //!
@@ -31,7 +34,7 @@
 //! - SLUICE_BENCH_PYTHON: a python with the baselines' packages (without
 //!   it the Python rows say "not run");
 //! - SLUICE_BENCH_PIPELINES: which parts, comma-separated
-//!   [pipeline1,pipeline2,latency,memory,kafka,scaling];
+//!   [pipeline1,pipeline2,latency,memory,kafka,scaling,authflood];
 //! - SLUICE_BENCH_KAFKA_BOOTSTRAP: the real broker of part `kafka`
 //!   (`bench/run.sh` starts one; without it the part says "not run");
 //! - SLUICE_BENCH_PIPELINE_RECORDS [1000000], SLUICE_BENCH_PY_RECORDS [20000];
@@ -42,6 +45,7 @@
 //!   SLUICE_BENCH_LATENCY_SECONDS [20] after SLUICE_BENCH_LATENCY_WARMUP_SECONDS [5];
 //! - SLUICE_BENCH_IDLE_SECONDS [5]; SLUICE_BENCH_LOAD_CONNECTORS [10],
 //!   SLUICE_BENCH_LOAD_RECORDS [100000] per connector;
+//! - SLUICE_BENCH_FLOOD_CLIENTS [500] concurrent bad-password clients;
 //! - SLUICE_BENCH_SCALING_TASKS [1,2,4];
 //!   SLUICE_BENCH_SCALING_SIZES [100000,1000000,10000000].
 
@@ -1021,6 +1025,19 @@ async fn sink_latency(
     pace: &Pace,
     partitions: i32,
 ) -> Latency {
+    let worker = bench.worker_with(fast_fetch()).await;
+    sink_latency_on(bench, &worker, url, guarantee, pace, partitions).await
+}
+
+/// [`sink_latency`] on a worker already started.
+async fn sink_latency_on(
+    bench: &mut Bench,
+    worker: &SluiceProcess,
+    url: &str,
+    guarantee: &str,
+    pace: &Pace,
+    partitions: i32,
+) -> Latency {
     let input = bench.create_topic("latency-sink-in", partitions).await;
     let table = bench.unique("latency_sink").replace('-', "_");
     pg_exec(
@@ -1033,7 +1050,6 @@ async fn sink_latency(
         ),
     )
     .await;
-    let worker = bench.worker_with(fast_fetch()).await;
     let name = bench.unique("latency-sink");
     let mut config = bench.sink_config(url, &input, &table, guarantee, None);
     config["auto.create"] = "false".into();
@@ -1264,17 +1280,146 @@ async fn on_real_kafka(embedded: &mut Bench, kafka: &mut Bench, n: usize, sink_b
     }
 }
 
+/// What the bad-password clients of [`auth_flood`] got back.
+#[derive(Default)]
+struct FloodAnswers {
+    unauthorized: std::sync::atomic::AtomicU64,
+    busy: std::sync::atomic::AtomicU64,
+    other: std::sync::atomic::AtomicU64,
+}
+
+/// Part 7: the sink's latency (pipeline 1 at the latency part's pace, at
+/// least once) on a worker with basic authentication, alone and while
+/// `clients` concurrent clients send requests with a wrong password (each
+/// one costs the worker an Argon2 verification). The REST API bounds that
+/// work (one verification at a time, a 503 after 10 s of waiting), so the
+/// pipeline keeps most of the machine.
+async fn auth_flood(bench: &mut Bench, pace: &Pace, clients: usize) {
+    use std::sync::atomic::Ordering::Relaxed;
+    let Some(url) = bench.postgres.clone() else {
+        println!(
+            "\n### REST authentication under a bad-password flood\n\nNOT RUN: set SLUICE_BENCH_POSTGRES_URL"
+        );
+        return;
+    };
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let users = dir.path().join("users");
+    let hash = sluice_runtime::auth::hash_password("bench-password").expect("hashing");
+    std::fs::write(&users, format!("bench:{hash}\n")).expect("writing the users file");
+    let mut keys = fast_fetch();
+    keys["rest.auth.users.file"] = users.display().to_string().into();
+    keys["rest.auth.health.open"] = "true".into();
+    let mut rows = Vec::new();
+    // None: no flood; Some(false): each client repeats its wrong password
+    // (a stale secret); Some(true): a new guess every request.
+    for flood in [None, Some(false), Some(true)] {
+        let label = match flood {
+            None => "basic auth on, no other requests (baseline)".to_string(),
+            Some(false) => format!("{clients} clients, each repeating its wrong password"),
+            Some(true) => format!("{clients} clients, a new wrong password every request"),
+        };
+        eprintln!("authflood: Sluice jdbc-sink, {label}...");
+        let worker = bench
+            .worker_with(keys.clone())
+            .await
+            .with_credentials("bench", "bench-password");
+        // The operator's client has been using the API: its credentials
+        // are remembered before the flood begins.
+        worker.records_ok("put").await;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let answers = std::sync::Arc::new(FloodAnswers::default());
+        let mut flooders = Vec::new();
+        if let Some(fresh) = flood {
+            let http = reqwest::Client::builder()
+                .pool_max_idle_per_host(clients)
+                .build()
+                .expect("an HTTP client");
+            for i in 0..clients {
+                let (http, stop, answers) = (http.clone(), stop.clone(), answers.clone());
+                let url = format!("{}/connectors", worker.rest());
+                flooders.push(tokio::spawn(async move {
+                    let mut guess = 0u64;
+                    while !stop.load(Relaxed) {
+                        let password = if fresh {
+                            guess += 1;
+                            format!("wrong-{i}-{guess}")
+                        } else {
+                            format!("wrong-{i}")
+                        };
+                        let answer = http
+                            .get(&url)
+                            .basic_auth("bench", Some(password))
+                            .send()
+                            .await;
+                        let counter = match answer.map(|r| r.status().as_u16()) {
+                            Ok(401) => &answers.unauthorized,
+                            Ok(503) => &answers.busy,
+                            _ => &answers.other,
+                        };
+                        counter.fetch_add(1, Relaxed);
+                    }
+                }));
+            }
+        }
+        let started = Instant::now();
+        let cpu_before = worker.stats().cpu_seconds;
+        let latency = sink_latency_on(
+            bench,
+            &worker,
+            &url,
+            "at-least-once",
+            pace,
+            LATENCY_PARTITIONS,
+        )
+        .await;
+        let cpu = worker.stats().cpu_seconds - cpu_before;
+        stop.store(true, Relaxed);
+        for f in flooders {
+            let _ = f.await;
+        }
+        let seconds = started.elapsed().as_secs_f64();
+        rows.push((label, latency, answers, seconds, cpu));
+    }
+    println!("\n### REST authentication under a bad-password flood\n");
+    println!(
+        "Pipeline 1's sink (at-least-once, WASM transform) at {} records/s for {} s after a {} s warm-up, on a worker with `rest.auth.users.file`, measured as in the latency table; in the other rows {clients} concurrent clients send `GET /connectors` with wrong passwords the whole time, each either repeating one (verified once, then refused from memory) or guessing anew (an Argon2 verification each, one at a time, a 503 after 10 s waiting). Ratios to the first row.\n",
+        pace.rate,
+        pace.measured.as_secs(),
+        pace.warmup.as_secs()
+    );
+    println!(
+        "| run | records | p50 ms | p99 ms | max ms | p50 ratio | p99 ratio | worker CPU s | answers 401 | 503 | other |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let base = (rows[0].1.p50, rows[0].1.p99);
+    for (label, l, answers, _seconds, cpu) in &rows {
+        println!(
+            "| {label} | {} | {:.1} | {:.1} | {:.1} | {:.2}x | {:.2}x | {cpu:.1} | {} | {} | {} |",
+            l.records,
+            l.p50,
+            l.p99,
+            l.max,
+            l.p50 / base.0,
+            l.p99 / base.1,
+            answers.unauthorized.load(Relaxed),
+            answers.busy.load(Relaxed),
+            answers.other.load(Relaxed),
+        );
+    }
+}
+
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return; // `cargo test --benches` asks for a listing
     }
-    const PARTS: [&str; 6] = [
+    const PARTS: [&str; 7] = [
         "pipeline1",
         "pipeline2",
         "latency",
         "memory",
         "kafka",
         "scaling",
+        "authflood",
     ];
     let parts = env_list("SLUICE_BENCH_PIPELINES", &PARTS.join(","));
     if let Some(unknown) = parts.iter().find(|p| !PARTS.contains(&p.as_str())) {
@@ -1333,6 +1478,14 @@ fn main() {
                     "\n### On Apache Kafka\n\nNOT RUN: set SLUICE_BENCH_KAFKA_BOOTSTRAP (bench/run.sh starts a broker with scripts/kafka.sh)"
                 ),
             }
+        }
+        if wants("authflood") {
+            auth_flood(
+                &mut bench,
+                &pace,
+                env_usize("SLUICE_BENCH_FLOOD_CLIENTS", 500),
+            )
+            .await;
         }
         if wants("scaling") {
             scaling(

@@ -27,8 +27,19 @@ use base64::Engine;
 const CONCURRENT_VERIFICATIONS: usize = 1;
 /// How long a request waits for its turn to be verified before a 503.
 const VERIFICATION_WAIT: Duration = Duration::from_secs(10);
-/// A successful verification is remembered this long, so a client
-/// polling with good credentials costs a SHA-256, not an Argon2 hash.
+/// After each verification its turn stays taken this many times as long
+/// again: a flood of guesses gets at most a quarter of one core, and the
+/// pipelines keep the rest.
+const VERIFICATION_REST_FACTOR: u32 = 3;
+/// A refusal from memory (the same wrong credentials again) is answered
+/// this late: a client retrying in a tight loop then costs the worker a
+/// request a second, not a core.
+const REFUSAL_DELAY: Duration = Duration::from_secs(1);
+/// A verification's verdict is remembered this long (good credentials
+/// this long after their last use), so a client polling with good
+/// credentials, or retrying the same wrong ones (a stale secret in a
+/// script), costs a SHA-256, not an Argon2 hash. Only a new guess costs a
+/// verification.
 const REMEMBERED_FOR: Duration = Duration::from_secs(60);
 /// Most credentials remembered at once.
 const REMEMBERED_MAX: usize = 1024;
@@ -41,8 +52,8 @@ pub struct BasicAuth {
     health_open: bool,
     /// Turns to run an Argon2 verification.
     turns: tokio::sync::Semaphore,
-    /// SHA-256 of `user:password` verified good, until when.
-    remembered: std::sync::Mutex<HashMap<[u8; 32], Instant>>,
+    /// SHA-256 of `user:password` verified: the verdict, until when.
+    remembered: std::sync::Mutex<HashMap<[u8; 32], (bool, Instant)>>,
     /// Argon2 verifications run, and the most ever at once (for tests).
     verifications: AtomicUsize,
     in_flight: AtomicUsize,
@@ -109,20 +120,46 @@ impl BasicAuth {
     pub async fn check(self: &Arc<Self>, user: &str, password: &str) -> Option<bool> {
         let key: [u8; 32] = Sha256::digest(format!("{user}:{password}")).into();
         let now = Instant::now();
-        if self
-            .remembered
-            .lock()
-            .expect("remembered lock")
-            .get(&key)
-            .is_some_and(|until| *until > now)
-        {
-            return Some(true);
+        let remembered = {
+            let mut remembered = self.remembered.lock().expect("remembered lock");
+            match remembered.get_mut(&key) {
+                Some((verdict, until)) if *until > now => {
+                    // Good credentials in use stay remembered: a client
+                    // polling through a flood of guesses never waits behind
+                    // them.
+                    if *verdict {
+                        *until = now + REMEMBERED_FOR;
+                    }
+                    Some(*verdict)
+                }
+                _ => None,
+            }
+        };
+        match remembered {
+            Some(true) => Some(true),
+            Some(false) => {
+                tokio::time::sleep(REFUSAL_DELAY).await;
+                Some(false)
+            }
+            None => self.verify_in_turn(key, user, password).await,
         }
+    }
+
+    /// An Argon2 verification when a turn comes (or `None` after
+    /// [`VERIFICATION_WAIT`]); its verdict is remembered.
+    async fn verify_in_turn(
+        self: &Arc<Self>,
+        key: [u8; 32],
+        user: &str,
+        password: &str,
+    ) -> Option<bool> {
+        let now = Instant::now();
         let _turn = tokio::time::timeout(VERIFICATION_WAIT, self.turns.acquire())
             .await
             .ok()?
             .ok()?;
         let (me, user, password) = (self.clone(), user.to_string(), password.to_string());
+        let started = Instant::now();
         let ok = tokio::task::spawn_blocking(move || {
             let now_in_flight = me.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
             me.peak_in_flight.fetch_max(now_in_flight, Ordering::SeqCst);
@@ -133,16 +170,17 @@ impl BasicAuth {
         })
         .await
         .unwrap_or(false);
-        if ok {
+        {
             let mut remembered = self.remembered.lock().expect("remembered lock");
             if remembered.len() >= REMEMBERED_MAX {
-                remembered.retain(|_, until| *until > now);
+                remembered.retain(|_, (_, until)| *until > now);
                 if remembered.len() >= REMEMBERED_MAX {
                     remembered.clear();
                 }
             }
-            remembered.insert(key, Instant::now() + REMEMBERED_FOR);
+            remembered.insert(key, (ok, Instant::now() + REMEMBERED_FOR));
         }
+        tokio::time::sleep(started.elapsed() * VERIFICATION_REST_FACTOR).await;
         Some(ok)
     }
 
@@ -274,5 +312,12 @@ mod tests {
             "verified once, then remembered"
         );
         assert_eq!(auth.check("ann", "wrong").await, Some(false));
+        // The same wrong password again, as a script with a stale secret
+        // retries it: refused from memory, with no verification.
+        let before = auth.verification_counts().0;
+        for _ in 0..2 {
+            assert_eq!(auth.check("ann", "wrong3").await, Some(false));
+        }
+        assert_eq!(auth.verification_counts().0, before, "refusals remembered");
     }
 }

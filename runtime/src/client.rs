@@ -689,13 +689,19 @@ pub fn validate(file: &Path, worker_file: Option<&Path>, output: Output) -> Exit
         .map_err(|e| Failure::Usage(e.to_string()))?;
         let validator = crate::validate::Validator::build(
             &worker_config.plugin_path,
+            worker_config.file_allowed_paths.clone(),
             worker_config.wasm_cache_dir.clone(),
             worker_config.config_providers.clone(),
             worker_config.transforms_library.clone(),
             &crate::metrics::Metrics::new(),
         )
         .map_err(|e| Failure::Usage(format!("{e:#}")))?;
-        let report = runtime()?.block_on(validator.report(&class, &config));
+        let report = runtime()?
+            .block_on(validator.report(&class, &config))
+            .map(|mut report| {
+                crate::rest::as_kafka_connect_report(&mut report, &class, &config);
+                report
+            });
         match report {
             Ok(report) => Ok((report, class)),
             // An unknown class or a body that is not a config: one error on
@@ -713,7 +719,7 @@ pub fn validate(file: &Path, worker_file: Option<&Path>, output: Output) -> Exit
                 Ok((
                     json!({"name": class, "error_count": 1, "groups": [], "configs": [
                         {"definition": {"name": key, "type": "STRING", "required": true, "default_value": null, "importance": "HIGH",
-                            "documentation": "", "group": "Common", "order_in_group": 0, "width": "NONE", "display_name": key, "dependents": []},
+                            "documentation": "", "group": "Common", "order": 0, "width": "NONE", "display_name": key, "dependents": []},
                          "value": {"name": key, "value": config.get(key).cloned().unwrap_or(Value::Null), "recommended_values": [], "errors": [message], "visible": true}}
                     ]}),
                     class,

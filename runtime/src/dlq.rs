@@ -8,13 +8,21 @@
 //! resumable, and running it again delivers nothing more. Replayed records
 //! carry `x-sluice-replay` (the replay's name) and `x-sluice-replay-count`,
 //! so a record that fails again is recognisable and a loop can be stopped.
+//!
+//! The records and the progress are written in one Kafka transaction per
+//! chunk, by a producer whose `transactional.id` is the replay's name: a
+//! second replay of the same DLQ with the same filters, from any worker or
+//! CLI, fences the first, whose open chunk is withdrawn. So replays of one
+//! DLQ and filter are exclusive, and each dead letter arrives once for
+//! read_committed consumers, however a replay is interrupted.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::KafkaError;
 use rdkafka::message::{Header as KafkaHeader, OwnedHeaders};
-use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
 use rdkafka::{Message, Offset, TopicPartitionList};
 use serde::Serialize;
 
@@ -24,6 +32,8 @@ use crate::kafka::KafkaClients;
 pub const REPLAY_HEADER: &str = "x-sluice-replay";
 pub const REPLAY_COUNT_HEADER: &str = "x-sluice-replay-count";
 const TIMEOUT: Duration = Duration::from_secs(10);
+/// Dead letters (replayed or filtered out) per transaction.
+const CHUNK: usize = 500;
 
 /// A replay that what was asked makes impossible: an unknown stage, a
 /// target that is the dead-letter queue itself or an internal topic, a dead
@@ -32,6 +42,12 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct InvalidReplay(pub String);
+
+/// The dead-letter queue's topic does not exist (yet: it is created with
+/// the first dead letter), or has no partitions.
+#[derive(Debug, thiserror::Error)]
+#[error("topic `{0}` does not exist or has no partitions")]
+pub struct MissingTopic(pub String);
 
 /// One record read from a DLQ, with its dead-letter context. Public for
 /// the fuzz targets (`fuzz/`), not an API.
@@ -111,7 +127,7 @@ fn read_to_end(
         .map(|t| t.partitions().iter().map(|p| p.id()).collect())
         .unwrap_or_default();
     if partitions.is_empty() {
-        anyhow::bail!("topic `{topic}` does not exist or has no partitions");
+        return Err(MissingTopic(topic.to_string()).into());
     }
     let mut remaining: BTreeMap<i32, i64> = BTreeMap::new();
     let mut tpl = TopicPartitionList::new();
@@ -191,6 +207,42 @@ pub struct Sample {
     pub message: Option<String>,
     pub replayed_before: u32,
     pub value_preview: Option<String>,
+    /// The record's key as text (lossy UTF-8), cut to 120 characters.
+    pub key_preview: Option<String>,
+    /// Its timestamp (ms since the epoch), if it has one.
+    pub timestamp: Option<i64>,
+    /// Every header, dead-letter context included, in order: the value as
+    /// text when it is UTF-8, else as `0x` and its bytes in hex; null for a
+    /// header with no value.
+    pub headers: Vec<(String, Option<String>)>,
+}
+
+/// Dead letters of one error class that failed at one stage.
+#[derive(Debug, Clone, Serialize)]
+pub struct Group {
+    pub error_class: String,
+    pub stage: String,
+    pub count: u64,
+}
+
+/// A header's value for people: its text when UTF-8, else `0x` and hex.
+fn header_text(v: &[u8]) -> String {
+    match std::str::from_utf8(v) {
+        Ok(t) => t.to_string(),
+        Err(_) => {
+            let mut out = String::with_capacity(2 + v.len() * 2);
+            out.push_str("0x");
+            for b in v {
+                out.push_str(&format!("{b:02x}"));
+            }
+            out
+        }
+    }
+}
+
+/// Text cut to `n` characters (lossy UTF-8).
+fn preview(b: &[u8], n: usize) -> String {
+    String::from_utf8_lossy(b).chars().take(n).collect()
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -200,13 +252,15 @@ pub struct InspectReport {
     pub by_stage: BTreeMap<String, u64>,
     pub by_error_class: BTreeMap<String, u64>,
     pub by_origin_topic: BTreeMap<String, u64>,
+    /// Counts by error class and stage together, the largest first.
+    pub groups: Vec<Group>,
     /// Records that had already been replayed and failed again.
     pub failed_again_after_replay: u64,
     pub samples: Vec<Sample>,
 }
 
 /// Counts a DLQ by stage, error class and origin topic, with up to
-/// `samples_per_class` sample records for each error class.
+/// `samples_per_class` sample records for each error class and stage.
 pub fn inspect(
     clients: &KafkaClients,
     topic: &str,
@@ -217,7 +271,8 @@ pub fn inspect(
         topic: topic.to_string(),
         ..Default::default()
     };
-    let mut sampled: BTreeMap<String, usize> = BTreeMap::new();
+    let mut sampled: BTreeMap<(String, String), usize> = BTreeMap::new();
+    let mut groups: BTreeMap<(String, String), u64> = BTreeMap::new();
     read_to_end(
         &consumer,
         topic,
@@ -225,7 +280,9 @@ pub fn inspect(
         |d| {
             report.total += 1;
             let class = d.error_class();
-            *report.by_stage.entry(d.stage()).or_default() += 1;
+            let stage = d.stage();
+            *groups.entry((class.clone(), stage.clone())).or_default() += 1;
+            *report.by_stage.entry(stage.clone()).or_default() += 1;
             *report.by_error_class.entry(class.clone()).or_default() += 1;
             *report
                 .by_origin_topic
@@ -234,7 +291,7 @@ pub fn inspect(
             if d.replay_count() > 0 {
                 report.failed_again_after_replay += 1;
             }
-            let n = sampled.entry(class.clone()).or_default();
+            let n = sampled.entry((class.clone(), stage.clone())).or_default();
             if *n < samples_per_class {
                 *n += 1;
                 report.samples.push(Sample {
@@ -243,19 +300,36 @@ pub fn inspect(
                     origin_topic: d.origin_topic(),
                     origin_partition: d.header("__connect.errors.partition"),
                     origin_offset: d.header("__connect.errors.offset"),
-                    stage: d.stage(),
+                    stage,
                     error_class: class,
                     message: d.header("__connect.errors.exception.message"),
                     replayed_before: d.replay_count(),
-                    value_preview: d.value.as_ref().map(|v| {
-                        let text = String::from_utf8_lossy(v);
-                        text.chars().take(120).collect()
-                    }),
+                    value_preview: d.value.as_deref().map(|v| preview(v, 120)),
+                    key_preview: d.key.as_deref().map(|k| preview(k, 120)),
+                    timestamp: d.timestamp,
+                    headers: d
+                        .headers
+                        .iter()
+                        .map(|(k, v)| (k.clone(), v.as_deref().map(header_text)))
+                        .collect(),
                 });
             }
             Ok(true)
         },
     )?;
+    report.groups = groups
+        .into_iter()
+        .map(|((error_class, stage), count)| Group {
+            error_class,
+            stage,
+            count,
+        })
+        .collect();
+    report.groups.sort_by(|a, b| {
+        b.count
+            .cmp(&a.count)
+            .then_with(|| a.error_class.cmp(&b.error_class))
+    });
     Ok(report)
 }
 
@@ -338,34 +412,122 @@ fn committed_positions(consumer: &BaseConsumer, topic: &str) -> anyhow::Result<B
         .collect())
 }
 
-/// Moves the replay's progress past the records Kafka has acknowledged.
-fn commit_progress(
-    consumer: &BaseConsumer,
-    topic: &str,
-    progress: &BTreeMap<i32, i64>,
-    in_flight: &mut Vec<rdkafka::producer::DeliveryFuture>,
-) -> anyhow::Result<()> {
-    // Progress moves only past records Kafka has acknowledged.
-    for delivery in in_flight.drain(..) {
-        match futures::executor::block_on(delivery) {
-            Ok(Ok(_)) => {}
-            Ok(Err((e, _))) => {
-                anyhow::bail!("replaying a record failed: {e}; progress kept before it")
-            }
-            Err(_) => anyhow::bail!(
-                "the producer stopped; progress kept before the unacknowledged records"
-            ),
+/// librdkafka's mock cluster names itself `mockCluster<address>`.
+fn is_mock(producer: &FutureProducer) -> bool {
+    producer
+        .client()
+        .fetch_cluster_id(TIMEOUT)
+        .is_some_and(|id| id.starts_with("mockCluster"))
+}
+
+/// The transactional producer of one replay. Starting it fences any other
+/// replay with the same name and withdraws the chunk it had open.
+struct ReplayWriter {
+    producer: FutureProducer,
+    group: String,
+    open: bool,
+    /// librdkafka's mock cluster (the embedded broker, or one a test runs)
+    /// answers TxnOffsetCommit without storing anything: there the progress
+    /// is also committed plainly, as the mock enforces no transaction
+    /// anyway. Never on a real broker, where a fenced replay's late plain
+    /// commit could move the progress back.
+    mock_broker: bool,
+}
+
+impl ReplayWriter {
+    fn start(clients: &KafkaClients, group: &str) -> anyhow::Result<Self> {
+        let producer = clients.transactional_producer(
+            &format!("{group}-producer"),
+            group,
+            &Default::default(),
+        )?;
+        producer.init_transactions(TIMEOUT).map_err(|e| {
+            anyhow::anyhow!("starting the replay's transactional producer `{group}`: {e}")
+        })?;
+        let mock_broker = clients.is_embedded() || is_mock(&producer);
+        Ok(Self {
+            producer,
+            group: group.to_string(),
+            open: false,
+            mock_broker,
+        })
+    }
+
+    fn send(&mut self, record: FutureRecord<'_, [u8], [u8]>) -> anyhow::Result<()> {
+        let target = record.topic.to_string();
+        self.begin()?;
+        // The transaction's commit waits for every record; a failed one
+        // fails the commit, so the delivery futures are not needed.
+        self.producer
+            .send_result(record)
+            .map_err(|(e, _)| self.failed(&format!("replaying to `{target}`"), e))?;
+        Ok(())
+    }
+
+    fn begin(&mut self) -> anyhow::Result<()> {
+        if !self.open {
+            self.producer
+                .begin_transaction()
+                .map_err(|e| self.failed("beginning a transaction", e))?;
+            self.open = true;
+        }
+        Ok(())
+    }
+
+    /// Commits the records sent since the last commit together with the
+    /// replay's progress past them; on failure nothing of the chunk stays.
+    fn commit(
+        &mut self,
+        consumer: &BaseConsumer,
+        topic: &str,
+        progress: &BTreeMap<i32, i64>,
+    ) -> anyhow::Result<()> {
+        if progress.is_empty() {
+            return Ok(());
+        }
+        self.begin()?;
+        let mut tpl = TopicPartitionList::new();
+        for (p, next) in progress {
+            tpl.add_partition_offset(topic, *p, Offset::Offset(*next))?;
+        }
+        let group = consumer
+            .group_metadata()
+            .ok_or_else(|| anyhow::anyhow!("the replay's consumer has no group metadata"))?;
+        let result = self
+            .producer
+            .send_offsets_to_transaction(&tpl, &group, TIMEOUT)
+            .and_then(|()| self.producer.commit_transaction(TIMEOUT));
+        self.open = false;
+        result.map_err(|e| {
+            // Withdraw what the chunk wrote; if even that fails, the
+            // transaction times out on the broker and is aborted there.
+            let _ = self.producer.abort_transaction(TIMEOUT);
+            self.failed("committing a chunk of the replay", e)
+        })?;
+        if self.mock_broker {
+            consumer.commit(&tpl, rdkafka::consumer::CommitMode::Sync)?;
+        }
+        Ok(())
+    }
+
+    fn failed(&self, what: &str, e: KafkaError) -> anyhow::Error {
+        let fenced = crate::kafka::transaction::is_fencing(e.rdkafka_error_code())
+            || self
+                .producer
+                .client()
+                .fatal_error()
+                .is_some_and(|(code, _)| crate::kafka::transaction::is_fencing(Some(code)));
+        if fenced {
+            anyhow::anyhow!(
+                "{what}: another replay of this dead-letter queue with the same filters (`{}`) started and took over; this one stopped, and the records of its uncommitted chunk were withdrawn (the other replay delivers them)",
+                self.group
+            )
+        } else {
+            anyhow::anyhow!(
+                "{what}: {e}; the uncommitted chunk was withdrawn, and running the replay again resumes after the last committed one"
+            )
         }
     }
-    if progress.is_empty() {
-        return Ok(());
-    }
-    let mut tpl = TopicPartitionList::new();
-    for (p, next) in progress {
-        tpl.add_partition_offset(topic, *p, Offset::Offset(*next))?;
-    }
-    consumer.commit(&tpl, CommitMode::Sync)?;
-    Ok(())
 }
 
 /// A dead letter as it goes back: its original headers, plus which replay
@@ -422,8 +584,12 @@ pub fn replay(
     }
     let group = replay_group(topic, opts);
     let consumer = clients.tool_consumer(&group)?;
-    let producer: FutureProducer =
-        clients.producer(&format!("{group}-producer"), &Default::default())?;
+    // Fence any other replay of this name first: the positions read next
+    // are then stable, its open chunk withdrawn.
+    let mut writer = match opts.dry_run {
+        true => None,
+        false => Some(ReplayWriter::start(clients, &group)?),
+    };
     let resume = committed_positions(&consumer, topic)?;
 
     let mut report = ReplayReport {
@@ -433,7 +599,7 @@ pub fn replay(
         ..Default::default()
     };
     let mut progress: BTreeMap<i32, i64> = BTreeMap::new();
-    let mut in_flight: Vec<rdkafka::producer::DeliveryFuture> = Vec::new();
+    let mut in_chunk = 0;
     read_to_end(
         &consumer,
         topic,
@@ -466,12 +632,8 @@ pub fn replay(
                         .into());
                     }
                 };
-                if !opts.dry_run {
-                    let record = replayed_record(&d, &target, &group);
-                    let delivery = producer
-                        .send_result(record)
-                        .map_err(|(e, _)| anyhow::anyhow!("replaying to `{target}`: {e}"))?;
-                    in_flight.push(delivery);
+                if let Some(writer) = writer.as_mut() {
+                    writer.send(replayed_record(&d, &target, &group))?;
                 }
                 report.replayed += 1;
                 *report.by_target_topic.entry(target).or_default() += 1;
@@ -479,14 +641,20 @@ pub fn replay(
                 report.skipped_by_filter += 1;
             }
             progress.insert(d.partition, d.offset + 1);
-            if !opts.dry_run && in_flight.len() >= 500 {
-                commit_progress(&consumer, topic, &progress, &mut in_flight)?;
+            in_chunk += 1;
+            if let Some(writer) = writer.as_mut()
+                && in_chunk >= CHUNK
+            {
+                writer.commit(&consumer, topic, &progress)?;
+                in_chunk = 0;
             }
             Ok(true)
         },
     )?;
-    if !opts.dry_run {
-        commit_progress(&consumer, topic, &progress, &mut in_flight)?;
+    if let Some(writer) = writer.as_mut()
+        && in_chunk > 0
+    {
+        writer.commit(&consumer, topic, &progress)?;
     }
     Ok(report)
 }

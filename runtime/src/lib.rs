@@ -16,6 +16,7 @@ pub mod offsets;
 pub mod plugin;
 pub mod providers;
 pub mod rest;
+pub mod schema;
 pub mod task;
 pub mod tls;
 pub mod transform;

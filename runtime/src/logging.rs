@@ -41,7 +41,9 @@ pub fn init(format: LogFormat) {
         }
     }
     let (filter, handle) = reload::Layer::new(build_filter(&levels));
-    let registry = tracing_subscriber::registry().with(filter);
+    let registry = tracing_subscriber::registry()
+        .with(filter)
+        .with(RepeatedClientErrors::default());
     let installed = match format {
         LogFormat::Text => registry
             .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr))
@@ -60,6 +62,118 @@ pub fn init(format: LogFormat) {
             handle,
             levels: Mutex::new(levels),
         });
+    }
+}
+
+/// librdkafka reports a broker that stays unreachable at every retry, from
+/// every client, about twice a second. Each such warning or error is logged
+/// when it starts; repeats are dropped while they keep coming (less than
+/// [`QUIET`] apart), with a reminder every [`REMIND`] while it lasts. So an
+/// outage is one line per kind of failure, and its end and the next one are
+/// seen.
+#[derive(Default)]
+struct RepeatedClientErrors {
+    seen: Mutex<std::collections::HashMap<String, Repeats>>,
+}
+
+struct Repeats {
+    logged: std::time::Instant,
+    last: std::time::Instant,
+}
+
+const QUIET: std::time::Duration = std::time::Duration::from_secs(60);
+const REMIND: std::time::Duration = std::time::Duration::from_secs(600);
+/// Kinds of failure remembered at most (older ones are forgotten first).
+const KINDS: usize = 1024;
+
+impl RepeatedClientErrors {
+    /// Whether a client message of this `shape` is logged at `now`.
+    fn admit(&self, shape: String, now: std::time::Instant) -> bool {
+        let mut seen = self.seen.lock().expect("repeats lock");
+        if let Some(r) = seen.get_mut(&shape) {
+            let repeat = now.duration_since(r.last) < QUIET;
+            r.last = now;
+            if repeat && now.duration_since(r.logged) < REMIND {
+                return false;
+            }
+            r.logged = now;
+            return true;
+        }
+        if seen.len() >= KINDS {
+            seen.retain(|_, r| now.duration_since(r.last) < QUIET);
+            if seen.len() >= KINDS {
+                seen.clear();
+            }
+        }
+        seen.insert(
+            shape,
+            Repeats {
+                logged: now,
+                last: now,
+            },
+        );
+        true
+    }
+}
+
+/// A message as a kind of failure: numbers (ports, timings, counts) and
+/// librdkafka's own "N identical error(s) suppressed" do not make it new.
+fn failure_shape(target: &str, message: &str) -> String {
+    let mut shape = String::with_capacity(target.len() + message.len() + 1);
+    shape.push_str(target);
+    shape.push(' ');
+    let mut in_number = false;
+    for c in message.chars() {
+        if c.is_ascii_digit() {
+            if !in_number {
+                shape.push('#');
+            }
+            in_number = true;
+        } else {
+            in_number = false;
+            shape.push(c);
+        }
+    }
+    shape.replace(", # identical error(s) suppressed", "")
+}
+
+#[derive(Default)]
+struct MessageText(String);
+
+impl tracing::field::Visit for MessageText {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        if field.name() == "message" {
+            self.0 = format!("{value:?}");
+        }
+    }
+
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        if field.name() == "message" {
+            self.0 = value.to_string();
+        }
+    }
+}
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for RepeatedClientErrors {
+    fn event_enabled(
+        &self,
+        event: &tracing::Event<'_>,
+        _ctx: tracing_subscriber::layer::Context<'_, S>,
+    ) -> bool {
+        use tracing_log::NormalizeEvent;
+        // Events from `log` carry their target in fields.
+        let normalized = event.normalized_metadata();
+        let metadata = normalized.as_ref().unwrap_or_else(|| event.metadata());
+        let target = metadata.target();
+        // Only the Kafka clients' warnings and errors (through `log`).
+        if !(target.starts_with("librdkafka") || target.starts_with("rdkafka"))
+            || *metadata.level() > tracing::Level::WARN
+        {
+            return true;
+        }
+        let mut text = MessageText::default();
+        event.record(&mut text);
+        self.admit(failure_shape(target, &text.0), std::time::Instant::now())
     }
 }
 
@@ -154,6 +268,45 @@ pub fn set_level(logger: &str, level: &str) -> Result<Vec<String>, String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_client_failure_is_logged_when_it_starts_not_at_every_retry() {
+        let filter = super::RepeatedClientErrors::default();
+        let t0 = std::time::Instant::now();
+        let at = |s: u64| t0 + std::time::Duration::from_secs(s);
+        let refused = |ms: u32, suppressed: u32| {
+            let tail = if suppressed > 0 {
+                format!(", {suppressed} identical error(s) suppressed")
+            } else {
+                String::new()
+            };
+            super::failure_shape(
+                "librdkafka",
+                &format!(
+                    "FAIL 127.0.0.1:9092/1: Connect failed: Connection refused (after {ms}ms in state CONNECT{tail})"
+                ),
+            )
+        };
+        assert!(filter.admit(refused(0, 0), at(0)));
+        // Retries twice a second for a minute: not logged.
+        for half in 1..120 {
+            assert!(!filter.admit(refused(half, half % 3), at(u64::from(half) / 2)));
+        }
+        // Another failure is.
+        let down = super::failure_shape(
+            "rdkafka::client",
+            "Global error: AllBrokersDown: 1/1 brokers are down",
+        );
+        assert!(filter.admit(down.clone(), at(60)));
+        // Still failing ten minutes on: one reminder.
+        let mut logged = 0;
+        for s in 61..=700 {
+            logged += usize::from(filter.admit(refused(1, 0), at(s)));
+        }
+        assert_eq!(logged, 1);
+        // Quiet for a while, then down again: a new outage is logged.
+        assert!(filter.admit(down.clone(), at(900)));
+    }
+
     /// A name the filter cannot parse (found by the `rest_bodies` fuzz
     /// target: `a[`, a NUL) was accepted, and rebuilding the filter then
     /// reset every logger to `info`.

@@ -200,6 +200,8 @@ impl<'a> Reader<'a> {
             key,
             value,
             headers,
+            key_schema: None,
+            value_schema: None,
         })
     }
     fn error(&mut self) -> Result<ConnectError, DecodeError> {
@@ -382,6 +384,7 @@ mod tests {
                     value: None,
                 },
             ],
+            ..Default::default()
         }
     }
 

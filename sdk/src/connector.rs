@@ -5,12 +5,14 @@
 //! implement them behind the C ABI.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 
 use crate::config::{ConfigError, ConfigMap};
 use crate::error::ConnectError;
 use crate::record::{Header, Record};
+use crate::schema::Schema;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConnectorType {
@@ -48,7 +50,7 @@ pub type SourceOffsets = HashMap<String, serde_json::Value>;
 
 /// A record produced by a source task, with where it came from so its
 /// offset can be committed once Kafka has it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct SourceRecord {
     /// Identifies the stream in the source system, as a JSON object.
     pub source_partition: serde_json::Value,
@@ -59,6 +61,14 @@ pub struct SourceRecord {
     pub value: Option<Vec<u8>>,
     pub headers: Vec<Header>,
     pub timestamp: Option<i64>,
+    /// The key's schema, written with the key when the connector's
+    /// `key.converter.schemas.enable` is true (the task is told:
+    /// [`TaskContext::key_schemas`]); the key is then its payload as JSON
+    /// (see [`Record::value_schema`] for the form). `None`: written with
+    /// `"schema": null`.
+    pub key_schema: Option<Arc<Schema>>,
+    /// The value's schema, as [`SourceRecord::key_schema`] for values.
+    pub value_schema: Option<Arc<Schema>>,
 }
 
 impl SourceRecord {
@@ -72,6 +82,8 @@ impl SourceRecord {
             key: self.key.clone(),
             value: self.value.clone(),
             headers: self.headers.clone(),
+            key_schema: self.key_schema.clone(),
+            value_schema: self.value_schema.clone(),
         }
     }
 }
@@ -97,10 +109,18 @@ pub fn source_partition_key(partition: &serde_json::Value) -> String {
 }
 
 /// Everything a task is told when it starts.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct TaskContext {
     pub connector: String,
     pub task_id: u32,
+    /// Sources: whether keys are written with their schema
+    /// (`key.converter.schemas.enable=true`). A source that knows its
+    /// keys' schema then gives it ([`SourceRecord::key_schema`]) and gives
+    /// each key as its payload in JSON; otherwise it gives its bytes as
+    /// always.
+    pub key_schemas: bool,
+    /// Sources: the same for values (`value.converter.schemas.enable`).
+    pub value_schemas: bool,
 }
 
 pub trait SourceConnector: Send + Sync {

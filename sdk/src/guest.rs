@@ -118,6 +118,7 @@ fn from_wit(r: KafkaRecord) -> Record {
                 value: h.value,
             })
             .collect(),
+        ..Default::default()
     }
 }
 

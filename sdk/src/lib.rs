@@ -9,6 +9,8 @@
 //!   deserialise their part into their own typed struct with
 //!   `#[serde(deny_unknown_fields)]` through [`config::from_string_map`].
 //! * [`connector`]: the source and sink traits every connector implements.
+//! * [`schema`]: Kafka Connect's schemas, which records carry when a
+//!   converter has `schemas.enable=true`.
 
 pub mod codec;
 pub mod config;
@@ -19,6 +21,7 @@ pub mod guest;
 #[cfg(feature = "native")]
 pub mod native;
 pub mod record;
+pub mod schema;
 
 pub use config::{ConfigError, ConfigMap};
 pub use connector::{
@@ -27,3 +30,4 @@ pub use connector::{
 };
 pub use error::{ConnectError, ErrorKind, FENCED_CLASS, panic_message};
 pub use record::{Header, Record};
+pub use schema::{Field, Logical, Schema, SchemaKind};

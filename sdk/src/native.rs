@@ -19,6 +19,11 @@
 //! | `sluice_plugin_close(task)` | |
 //! | `sluice_plugin_free(Buffer)` | frees a buffer the plugin allocated |
 //!
+//! Records cross as bytes only: schemas (`key.converter.schemas.enable`,
+//! `value.converter.schemas.enable`) stay in the runtime. A native sink
+//! receives payloads without their schemas; a native source's records have
+//! none (written as `"schema": null`). Carrying them would be ABI version 2.
+//!
 //! Every buffer the plugin returns is freed by the plugin (through
 //! `sluice_plugin_free`); the runtime's inputs are only borrowed for the
 //! call. A panic inside the plugin is caught before it crosses the boundary
@@ -187,6 +192,10 @@ pub fn decode_source_batch(buf: &[u8]) -> Result<Vec<SourceRecord>, DecodeError>
             value: record.value,
             headers: record.headers,
             timestamp: record.timestamp,
+            // ABI version 1 carries no schemas (a source's records are
+            // written with `"schema": null` when schemas are enabled).
+            key_schema: None,
+            value_schema: None,
         });
     }
     r.end()?;
@@ -342,6 +351,10 @@ pub fn __context(bytes: &[u8]) -> Result<crate::TaskContext, ConnectError> {
     Ok(crate::TaskContext {
         connector: v["connector"].as_str().unwrap_or_default().to_string(),
         task_id: v["task_id"].as_u64().unwrap_or(0) as u32,
+        // ABI version 1 cannot return schemas: a native source gives its
+        // bytes as always.
+        key_schemas: false,
+        value_schemas: false,
     })
 }
 

@@ -1,5 +1,9 @@
 //! The record every task moves, as Kafka sees it.
 
+use std::sync::Arc;
+
+use crate::schema::Schema;
+
 /// One Kafka header. Values may be null; order and duplicates are kept.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Header {
@@ -21,6 +25,26 @@ pub struct Record {
     pub key: Option<Vec<u8>>,
     pub value: Option<Vec<u8>>,
     pub headers: Vec<Header>,
+    /// The key's Kafka Connect schema, with `key.converter.schemas.enable`
+    /// (see [`Record::value_schema`]); `None` otherwise.
+    pub key_schema: Option<Arc<Schema>>,
+    /// The value's Kafka Connect schema when the connector's
+    /// `value.converter` is `JsonConverter` with `schemas.enable=true`;
+    /// `None` otherwise, and for a value read with `"schema": null`.
+    ///
+    /// With a schema, `value` is not the envelope but its payload, as
+    /// JSON: every field of a struct in the schema's order (a missing one
+    /// as null or its default), `bytes` as base64 text, and the logical
+    /// types as numbers: a `Decimal` as an exact JSON number with `scale`
+    /// digits after the point (`12.50`), a `Date` as milliseconds since
+    /// the epoch at midnight UTC (days x 86400000), a `Time` as
+    /// milliseconds since midnight, a `Timestamp` as milliseconds since
+    /// the epoch. A null payload is a `None` value.
+    ///
+    /// Schemas do not cross into transforms or native plugins: the runtime
+    /// keeps them and decides the schema of what a transform returns
+    /// (`runtime/src/schema/`).
+    pub value_schema: Option<Arc<Schema>>,
 }
 
 impl Record {

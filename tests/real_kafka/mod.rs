@@ -13,8 +13,11 @@
 //! `SLUICE_TEST_KAFKA_<KEY>`, e.g. `SLUICE_TEST_KAFKA_SECURITY_PROTOCOL`).
 
 mod bounce;
+mod compat_rest;
 mod jdbc_sink;
 mod membership;
+mod replay;
+mod sink_offsets;
 mod split_brain;
 mod stability;
 mod transactions;

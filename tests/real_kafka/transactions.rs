@@ -36,6 +36,7 @@ fn records(topic: &str, n: usize) -> Vec<Record> {
             key: None,
             value: Some(format!("r{i}").into_bytes()),
             headers: Vec::new(),
+            ..Default::default()
         })
         .collect()
 }

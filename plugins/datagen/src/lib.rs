@@ -6,6 +6,7 @@
 //! and a record's content depends only on the seed and its sequence number, so
 //! a restart from a committed offset regenerates exactly the same records.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -15,7 +16,7 @@ use serde::Deserialize;
 use serde_json::json;
 use sluice_sdk::config::from_string_map;
 use sluice_sdk::{
-    ConfigError, ConfigMap, ConnectError, ConnectorType, PluginInfo, SourceConnector,
+    ConfigError, ConfigMap, ConnectError, ConnectorType, PluginInfo, Schema, SourceConnector,
     SourceOffsets, SourceRecord, SourceTask, TaskContext, source_partition_key,
 };
 
@@ -133,6 +134,27 @@ pub fn generate(cfg: &DatagenConfig, seq: u64) -> (Option<Vec<u8>>, Vec<u8>) {
     (key, serde_json::to_vec(&value).expect("serialises"))
 }
 
+/// The schema of an event (with `value.converter.schemas.enable=true`): a
+/// struct of its fields, in their order.
+pub fn value_schema() -> Schema {
+    Schema::structure([
+        ("order_id", Schema::int64()),
+        ("customer_id", Schema::string()),
+        ("amount", Schema::float64()),
+        ("currency", Schema::string()),
+        ("status", Schema::string()),
+        ("updated_at", Schema::string()),
+    ])
+}
+
+/// The schema of a key (`key.field`'s).
+pub fn key_schema(key_field: &str) -> Schema {
+    match key_field {
+        "order_id" => Schema::int64(),
+        _ => Schema::string(),
+    }
+}
+
 pub struct DatagenConnector;
 
 impl SourceConnector for DatagenConnector {
@@ -198,6 +220,9 @@ impl SourceConnector for DatagenConnector {
             .and_then(|o| o.get("next"))
             .and_then(|n| n.as_u64())
             .unwrap_or(0);
+        let key_schema = context
+            .key_schemas
+            .then(|| Arc::new(key_schema(&cfg.key_field)));
         Ok(Box::new(DatagenTask {
             interval: (cfg.rate > 0.0).then(|| Duration::from_secs_f64(1.0 / cfg.rate)),
             cfg,
@@ -206,6 +231,8 @@ impl SourceConnector for DatagenConnector {
             next_index,
             partition,
             next_due: tokio::time::Instant::now(),
+            key_schema,
+            value_schema: context.value_schemas.then(|| Arc::new(value_schema())),
         }))
     }
 }
@@ -219,6 +246,9 @@ struct DatagenTask {
     partition: serde_json::Value,
     interval: Option<Duration>,
     next_due: tokio::time::Instant,
+    /// With `key.converter.schemas.enable` / `value.converter.schemas.enable`.
+    key_schema: Option<Arc<Schema>>,
+    value_schema: Option<Arc<Schema>>,
 }
 
 impl DatagenTask {
@@ -263,6 +293,8 @@ impl SourceTask for DatagenTask {
                 value: Some(value),
                 headers: Vec::new(),
                 timestamp: Some(chrono::Utc::now().timestamp_millis()),
+                key_schema: self.key_schema.clone(),
+                value_schema: self.value_schema.clone(),
             });
         }
         if batch.is_empty() {
@@ -327,6 +359,7 @@ mod tests {
             let ctx = TaskContext {
                 connector: "d".into(),
                 task_id: i as u32,
+                ..Default::default()
             };
             let mut task = DatagenConnector
                 .create_task(c, ctx, SourceOffsets::new())
@@ -352,6 +385,7 @@ mod tests {
         let ctx = TaskContext {
             connector: "d".into(),
             task_id: 0,
+            ..Default::default()
         };
         let mut task = DatagenConnector.create_task(&cfg, ctx, offsets).unwrap();
         let batch = task.poll().await.unwrap().unwrap();
@@ -368,6 +402,7 @@ mod tests {
         let ctx = TaskContext {
             connector: "d".into(),
             task_id: 0,
+            ..Default::default()
         };
         let mut task = DatagenConnector
             .create_task(&cfg, ctx, SourceOffsets::new())

@@ -7,7 +7,8 @@
 //! the runtime commits their offsets.
 
 use std::io::SeekFrom;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -15,12 +16,85 @@ use serde::Deserialize;
 use serde_json::json;
 use sluice_sdk::config::from_string_map;
 use sluice_sdk::{
-    ConfigError, ConfigMap, ConnectError, ConnectorType, PluginInfo, Record, SinkConnector,
+    ConfigError, ConfigMap, ConnectError, ConnectorType, PluginInfo, Record, Schema, SinkConnector,
     SinkTask, SourceConnector, SourceOffsets, SourceRecord, SourceTask, TaskContext,
     source_partition_key,
 };
 use tokio::fs::{File, OpenOptions};
 use tokio::io::{AsyncBufReadExt, AsyncSeekExt, AsyncWriteExt, BufReader, BufWriter};
+
+/// The directories the file connectors may read and write: the worker's
+/// `file.allowed.paths`. Unset, any file the worker can open. A path is
+/// checked with its symbolic links and `..` resolved, when the connector is
+/// validated and again when the task opens it.
+#[derive(Debug, Clone, Default)]
+pub struct AllowedPaths(Option<Vec<PathBuf>>);
+
+impl AllowedPaths {
+    /// Confines the connectors to `dirs` (each must exist).
+    pub fn only(dirs: &[PathBuf]) -> std::io::Result<Self> {
+        let canonical = dirs
+            .iter()
+            .map(|d| {
+                d.canonicalize()
+                    .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", d.display())))
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Self(Some(canonical)))
+    }
+
+    /// Everything, as when nothing is configured.
+    pub fn anywhere() -> Self {
+        Self(None)
+    }
+
+    pub fn check(&self, file: &Path) -> Result<(), ConfigError> {
+        let Some(allowed) = &self.0 else {
+            return Ok(());
+        };
+        let refuse = |why: String| {
+            ConfigError::new(
+                "file",
+                format!(
+                    "{} {why}; the worker's file.allowed.paths permits only {}",
+                    file.display(),
+                    allowed
+                        .iter()
+                        .map(|d| d.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )
+        };
+        // A file the sink will create does not exist yet: its directory
+        // must, and decides.
+        let real = match file.canonicalize() {
+            Ok(real) => real,
+            Err(_) => {
+                let (Some(dir), Some(name)) = (file.parent(), file.file_name()) else {
+                    return Err(refuse("is not a file path".into()));
+                };
+                let dir = if dir.as_os_str().is_empty() {
+                    Path::new(".")
+                } else {
+                    dir
+                };
+                match dir.canonicalize() {
+                    Ok(dir) => dir.join(name),
+                    Err(e) => return Err(refuse(format!("cannot be checked ({e})"))),
+                }
+            }
+        };
+        if allowed.iter().any(|dir| real.starts_with(dir)) {
+            Ok(())
+        } else {
+            Err(refuse(format!(
+                "resolves to {}, outside them",
+                real.display()
+            )))
+        }
+    }
+}
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -46,7 +120,10 @@ impl FileSourceConfig {
     }
 }
 
-pub struct FileSourceConnector;
+#[derive(Debug, Clone, Default)]
+pub struct FileSourceConnector {
+    pub allowed: AllowedPaths,
+}
 
 impl SourceConnector for FileSourceConnector {
     fn info(&self) -> PluginInfo {
@@ -72,7 +149,8 @@ impl SourceConnector for FileSourceConnector {
     }
 
     fn validate(&self, config: &ConfigMap) -> Result<(), ConfigError> {
-        FileSourceConfig::parse(config).map(|_| ())
+        let cfg = FileSourceConfig::parse(config)?;
+        self.allowed.check(&cfg.file)
     }
 
     fn topics(&self, config: &ConfigMap) -> Vec<String> {
@@ -89,7 +167,7 @@ impl SourceConnector for FileSourceConnector {
     fn create_task(
         &self,
         config: &ConfigMap,
-        _context: TaskContext,
+        context: TaskContext,
         offsets: SourceOffsets,
     ) -> Result<Box<dyn SourceTask>, ConnectError> {
         let cfg =
@@ -102,25 +180,36 @@ impl SourceConnector for FileSourceConnector {
             .unwrap_or(0);
         Ok(Box::new(FileSourceTask {
             cfg,
+            allowed: self.allowed.clone(),
             partition,
             position,
             reader: None,
+            // As Kafka Connect's FileStreamSource: each line a `string`.
+            value_schema: context.value_schemas.then(|| Arc::new(Schema::string())),
         }))
     }
 }
 
 struct FileSourceTask {
     cfg: FileSourceConfig,
+    allowed: AllowedPaths,
     partition: serde_json::Value,
     /// Byte position after the last line handed to the runtime.
     position: u64,
     reader: Option<BufReader<File>>,
+    /// With `value.converter.schemas.enable=true`: each line is a
+    /// `string` payload, as FileStreamSource gives it.
+    value_schema: Option<Arc<Schema>>,
 }
 
 #[async_trait]
 impl SourceTask for FileSourceTask {
     async fn poll(&mut self) -> Result<Option<Vec<SourceRecord>>, ConnectError> {
         if self.reader.is_none() {
+            // Again at open: a symbolic link may have changed since validate.
+            self.allowed
+                .check(&self.cfg.file)
+                .map_err(|e| ConnectError::fatal(e.to_string()))?;
             match File::open(&self.cfg.file).await {
                 Ok(mut f) => {
                     f.seek(SeekFrom::Start(self.position)).await.map_err(|e| {
@@ -169,14 +258,22 @@ impl SourceTask for FileSourceTask {
             if text.is_empty() {
                 continue;
             }
+            let value = match &self.value_schema {
+                None => text.to_vec(),
+                // The line as a JSON string; bytes that are not UTF-8 read
+                // as U+FFFD, as FileStreamSource's UTF-8 reader reads them.
+                Some(_) => serde_json::to_vec(&String::from_utf8_lossy(text)).expect("a string"),
+            };
             batch.push(SourceRecord {
                 source_partition: self.partition.clone(),
                 source_offset: json!({ "position": self.position }),
                 topic: self.cfg.topic.clone(),
                 key: None,
-                value: Some(text.to_vec()),
+                value: Some(value),
                 headers: Vec::new(),
                 timestamp: None,
+                key_schema: None,
+                value_schema: self.value_schema.clone(),
             });
         }
         if batch.is_empty() {
@@ -192,7 +289,10 @@ pub struct FileSinkConfig {
     pub file: PathBuf,
 }
 
-pub struct FileSinkConnector;
+#[derive(Debug, Clone, Default)]
+pub struct FileSinkConnector {
+    pub allowed: AllowedPaths,
+}
 
 impl SinkConnector for FileSinkConnector {
     fn info(&self) -> PluginInfo {
@@ -216,7 +316,8 @@ impl SinkConnector for FileSinkConnector {
     }
 
     fn validate(&self, config: &ConfigMap) -> Result<(), ConfigError> {
-        from_string_map::<FileSinkConfig>(config).map(|_| ())
+        let cfg: FileSinkConfig = from_string_map(config)?;
+        self.allowed.check(&cfg.file)
     }
 
     /// One file, one writer: always a single task.
@@ -231,12 +332,17 @@ impl SinkConnector for FileSinkConnector {
     ) -> Result<Box<dyn SinkTask>, ConnectError> {
         let cfg: FileSinkConfig =
             from_string_map(config).map_err(|e| ConnectError::fatal(e.to_string()))?;
-        Ok(Box::new(FileSinkTask { cfg, writer: None }))
+        Ok(Box::new(FileSinkTask {
+            cfg,
+            allowed: self.allowed.clone(),
+            writer: None,
+        }))
     }
 }
 
 struct FileSinkTask {
     cfg: FileSinkConfig,
+    allowed: AllowedPaths,
     writer: Option<BufWriter<File>>,
 }
 
@@ -249,6 +355,10 @@ impl FileSinkTask {
 #[async_trait]
 impl SinkTask for FileSinkTask {
     async fn start(&mut self) -> Result<(), ConnectError> {
+        // Again at open: a symbolic link may have changed since validate.
+        self.allowed
+            .check(&self.cfg.file)
+            .map_err(|e| ConnectError::fatal(e.to_string()))?;
         let file = OpenOptions::new()
             .create(true)
             .append(true)
@@ -314,6 +424,7 @@ mod tests {
         TaskContext {
             connector: "f".into(),
             task_id: 0,
+            ..Default::default()
         }
     }
 
@@ -322,7 +433,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("out.jsonl");
         let cfg: ConfigMap = [("file".to_string(), path.to_string_lossy().to_string())].into();
-        let mut sink = FileSinkConnector.create_task(&cfg, ctx()).unwrap();
+        let mut sink = FileSinkConnector::default()
+            .create_task(&cfg, ctx())
+            .unwrap();
         sink.start().await.unwrap();
         let records = (0..3)
             .map(|i| Record {
@@ -341,7 +454,7 @@ mod tests {
 
         let mut src_cfg = cfg.clone();
         src_cfg.insert("topic".into(), "t".into());
-        let mut source = FileSourceConnector
+        let mut source = FileSourceConnector::default()
             .create_task(&src_cfg, ctx(), SourceOffsets::new())
             .unwrap();
         let batch = source.poll().await.unwrap().unwrap();
@@ -361,11 +474,47 @@ mod tests {
             source_partition_key(&batch[0].source_partition),
             batch[0].source_offset.clone(),
         );
-        let mut source = FileSourceConnector
+        let mut source = FileSourceConnector::default()
             .create_task(&src_cfg, ctx(), offsets)
             .unwrap();
         let batch = source.poll().await.unwrap().unwrap();
         assert_eq!(batch.len(), 2);
         assert_eq!(batch[0].value.as_deref(), Some(&b"{\"n\":1}"[..]));
+    }
+
+    /// A link that pointed inside when the connector was validated and
+    /// outside when the task opens the file: refused at open.
+    #[tokio::test]
+    async fn a_link_moved_outside_after_validation_is_refused_at_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let (allowed, inside, outside) = (
+            dir.path().join("allowed"),
+            dir.path().join("allowed/data"),
+            dir.path().join("outside"),
+        );
+        for d in [&allowed, &inside, &outside] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        let link = allowed.join("current");
+        std::os::unix::fs::symlink(&inside, &link).unwrap();
+        let connector = FileSinkConnector {
+            allowed: AllowedPaths::only(std::slice::from_ref(&allowed)).unwrap(),
+        };
+        let cfg: ConfigMap = [(
+            "file".to_string(),
+            link.join("out.jsonl").display().to_string(),
+        )]
+        .into();
+        connector.validate(&cfg).unwrap();
+        let mut sink = connector.create_task(&cfg, ctx()).unwrap();
+        std::fs::remove_file(&link).unwrap();
+        std::os::unix::fs::symlink(&outside, &link).unwrap();
+        let err = sink.start().await.unwrap_err();
+        assert!(err.to_string().contains("file.allowed.paths"), "{err}");
+        assert!(!outside.join("out.jsonl").exists());
+
+        // A directory that does not exist cannot be allowed.
+        let missing = dir.path().join("missing");
+        assert!(AllowedPaths::only(&[missing]).is_err());
     }
 }

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use sluice_sdk::{CommitOffset, ConfigError, ConnectError};
+use sluice_sdk::{CommitOffset, ConfigError, ConnectError, ErrorKind as Kind};
 use sqlx::mysql::{MySqlConnectOptions, MySqlConnection, MySqlPool, MySqlPoolOptions};
 use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
@@ -264,6 +264,7 @@ macro_rules! bind_scalars {
                 SqlValue::Float(f) => q.bind(*f),
                 SqlValue::Bool(b) => q.bind(*b),
                 SqlValue::Text(s) | SqlValue::Decimal(s) => q.bind(s.as_str()),
+                SqlValue::Bytes(b) => q.bind(b.as_slice()),
             };
         }
         q
@@ -279,6 +280,7 @@ fn pg_array_type(kind: ColumnKind) -> &'static str {
         ColumnKind::Decimal => "text",
         ColumnKind::Bool => "bool",
         ColumnKind::Text => "text",
+        ColumnKind::Bytes => "bytea",
     }
 }
 
@@ -321,6 +323,14 @@ fn bind_pg_columns<'q>(
                 cells
                     .map(|v| match v {
                         SqlValue::Text(s) | SqlValue::Decimal(s) => Some(s.as_str()),
+                        _ => None,
+                    })
+                    .collect::<Vec<_>>(),
+            ),
+            ColumnKind::Bytes => q.bind(
+                cells
+                    .map(|v| match v {
+                        SqlValue::Bytes(b) => Some(b.as_slice()),
                         _ => None,
                     })
                     .collect::<Vec<_>>(),
@@ -670,58 +680,23 @@ impl Conn<'_> {
     }
 }
 
-/// Constraint violations and bad values are data errors (this row is bad);
-/// lost connections, timeouts and lock conflicts are retriable; the rest
-/// (bad SQL, missing privileges, misconfiguration) is fatal.
+/// What an error means for the sink: the record is at fault (data: the
+/// runtime isolates it and dead-letters it or fails per
+/// `errors.tolerance`), the database cannot take writes for now
+/// (retriable, within the retry budget), or nothing can go on without
+/// someone fixing the configuration, the permissions or a bug (fatal).
+/// Decided per database below; docs/jdbc-errors.md gives the reason for
+/// each code.
 pub fn classify(context: String, e: sqlx::Error) -> ConnectError {
-    use sluice_sdk::ErrorKind as Kind;
-    use sqlx::error::ErrorKind as DbKind;
     let kind = match &e {
         sqlx::Error::Database(db) => {
-            let code = db.code().map(|c| c.to_string()).unwrap_or_default();
-            let mysql = db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>();
-            match db.kind() {
-                // PostgreSQL: two tasks creating the same table at once
-                // (`CREATE TABLE IF NOT EXISTS` is not atomic there); the
-                // retry finds it created.
-                DbKind::UniqueViolation
-                    if matches!(
-                        db.constraint(),
-                        Some("pg_type_typname_nsp_index" | "pg_class_relname_nsp_index")
-                    ) =>
-                {
-                    Kind::Retriable
-                }
-                // The same race, reported as the table or its type existing.
-                _ if code == "42P07" || code == "42710" => Kind::Retriable,
-                DbKind::UniqueViolation
-                | DbKind::ForeignKeyViolation
-                | DbKind::NotNullViolation
-                | DbKind::CheckViolation => Kind::Data,
-                _ if mysql.is_some() => classify_mysql(mysql.expect("checked").number()),
-                _ if code.starts_with("22") || code.starts_with("23") => Kind::Data,
-                // Limits one record's value can exceed: an index row too
-                // large (54000), too many columns (54011), a field name
-                // that, truncated to the identifier limit, clashes with a
-                // column already added (42701).
-                _ if matches!(code.as_str(), "54000" | "54011" | "42701") => Kind::Data,
-                _ if code.starts_with("08")
-                    || code.starts_with("53")
-                    || code.starts_with("57P")
-                    || code == "40001"
-                    || code == "40P01" =>
-                {
-                    Kind::Retriable
-                }
-                // SQLite: BUSY, LOCKED and their extended codes.
-                _ if matches!(code.as_str(), "5" | "6" | "261" | "262" | "517") => Kind::Retriable,
-                // SQLite: constraint (19 and extended), mismatch (20), too big (18).
-                _ if matches!(code.as_str(), "18" | "19" | "20")
-                    || code.parse::<u32>().is_ok_and(|c| c & 0xff == 19) =>
-                {
-                    Kind::Data
-                }
-                _ => Kind::Fatal,
+            let code = db.code().unwrap_or_default();
+            if let Some(my) = db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>() {
+                mysql_kind(my.number(), &code, my.message())
+            } else if db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some() {
+                sqlite_kind(code.parse().unwrap_or(1), db.message())
+            } else {
+                postgres_kind(&code, db.constraint())
             }
         }
         sqlx::Error::Io(_)
@@ -747,19 +722,144 @@ pub fn classify(context: String, e: sqlx::Error) -> ConnectError {
         .with_source(e)
 }
 
-/// MySQL and MariaDB server error numbers.
-fn classify_mysql(number: u16) -> sluice_sdk::ErrorKind {
-    use sluice_sdk::ErrorKind as Kind;
+/// PostgreSQL, by SQLSTATE (appendix A of its manual): exact codes first,
+/// then the class (the first two characters).
+fn postgres_kind(code: &str, constraint: Option<&str>) -> Kind {
+    match code {
+        // Two tasks creating the same table at once (`CREATE TABLE IF NOT
+        // EXISTS` is not atomic): the retry finds it created.
+        "23505"
+            if matches!(
+                constraint,
+                Some("pg_type_typname_nsp_index" | "pg_class_relname_nsp_index")
+            ) =>
+        {
+            Kind::Retriable
+        }
+        "42P07" | "42710" => Kind::Retriable,
+        // A table or column dropped since the sink read the table: the
+        // retry reads it again, then creates or adds it, or says why not.
+        "42P01" | "42703" => Kind::Retriable,
+        // One upsert meets a key twice: keys that differ as the records
+        // spell them are equal as the column's type (two spellings of one
+        // instant); split, each is written.
+        "21000" => Kind::Data,
+        // The record gives a generated column a value.
+        "428C9" => Kind::Data,
+        // A field name no column can have: a system column's (`ctid`), or
+        // one that, cut to 63 bytes, clashes with another.
+        "42701" => Kind::Data,
+        // A view's WITH CHECK OPTION, a trigger (RAISE EXCEPTION, ASSERT)
+        // rejects the row.
+        "44000" | "P0001" | "P0004" => Kind::Data,
+        // Read-only (a standby: failover under way), a transaction that an
+        // earlier error aborted (redone whole), idle-in-transaction
+        // timeout, lock and statement timeouts, snapshot too old.
+        "25006" | "25P02" | "25P03" | "55P03" | "55006" | "57014" | "72000" => Kind::Retriable,
+        // The database was dropped: nothing to retry against.
+        "57P04" => Kind::Fatal,
+        // The server's own system or I/O errors (not a missing file).
+        "58000" | "58030" => Kind::Retriable,
+        _ => match code.get(..2).unwrap_or_default() {
+            // Data exceptions, integrity constraints, and program limits
+            // a record's value exceeds (index row size, columns, nesting).
+            "22" | "23" | "54" => Kind::Data,
+            // Connection, transaction rollback (serialization, deadlock),
+            // insufficient resources, operator intervention (shutdown).
+            "08" | "40" | "53" | "57" => Kind::Retriable,
+            // Permissions, authentication, syntax, missing schemas or
+            // databases, unsupported features, internal errors.
+            _ => Kind::Fatal,
+        },
+    }
+}
+
+/// MySQL and MariaDB, by error number; SQLSTATE for the classes both use
+/// consistently.
+fn mysql_kind(number: u16, sqlstate: &str, message: &str) -> Kind {
     match number {
-        // Duplicate key, NOT NULL, foreign key, check, out of range, too
-        // long, bad value for a column, truncated.
-        1062 | 1048 | 1216 | 1217 | 1451 | 1452 | 3819 | 4025 | 1264 | 1406 | 1366 | 1292
-        | 1265 => Kind::Data,
-        // Invalid JSON for a JSON column, a row too large for the table.
-        3140 | 1118 => Kind::Data,
-        // Lock wait timeout, deadlock, too many connections, server gone,
-        // shutdown in progress, lost connection.
-        1205 | 1213 | 1040 | 2006 | 2013 | 1053 | 1927 => Kind::Retriable,
+        // Duplicate key, NULL or no value for a NOT NULL column, foreign
+        // key, check (4025 is MariaDB's check only with SQLSTATE 23000).
+        1022 | 1062 | 1586 | 1859 | 1048 | 1364 | 1216 | 1217 | 1451 | 1452 | 1557 | 1761
+        | 1762 | 3819 => Kind::Data,
+        4025 if sqlstate == "23000" => Kind::Data,
+        // Bad values: out of range, truncated, incorrect, too long,
+        // invalid characters or JSON, division by zero.
+        1264 | 1265 | 1292 | 1366 | 1367 | 1406 | 1411 | 1690 | 1365 | 1300 | 3140 => Kind::Data,
+        // Limits and names a record's shape runs into: row too large, too
+        // many columns (InnoDB on MariaDB: 1005 errno 185), a statement
+        // over max_allowed_packet, an identifier over 64 characters, two
+        // fields one column (names are case-insensitive), a column name
+        // ending in a space.
+        1118 | 1117 | 1153 | 1059 | 1060 | 1110 | 1166 => Kind::Data,
+        1005 if message.contains("errno: 185") => Kind::Data,
+        // A view's CHECK OPTION, a trigger's SIGNAL, a value for a
+        // generated column.
+        1369 | 1644 | 3105 | 1906 => Kind::Data,
+        // Lock wait timeout, deadlock, a row changed since read (snapshot
+        // isolation), a table changed under the statement, NOWAIT.
+        1205 | 1213 | 1020 | 1412 | 1615 | 3572 | 1689 => Kind::Retriable,
+        // Too many connections (server, user, resource limits), out of
+        // memory or threads.
+        1040 | 1203 | 1226 | 1037 | 1038 | 1041 | 1135 => Kind::Retriable,
+        // Shutdown, a killed connection or query, statement timeouts,
+        // network errors.
+        1053
+        | 1077
+        | 1079
+        | 1080
+        | 1927
+        | 1317
+        | 1969
+        | 3024
+        | 1152
+        | 1158..=1161
+        | 1184
+        | 2006
+        | 2013 => Kind::Retriable,
+        // Read-only: the server (--read-only: a failover under way),
+        // InnoDB, the transaction.
+        1290 | 1836 | 1874 | 1792 => Kind::Retriable,
+        // The table or the disk is full; a Galera node not ready.
+        1114 | 1021 | 1047 => Kind::Retriable,
+        // A table or column dropped since the sink read the table.
+        1146 | 1054 => Kind::Retriable,
+        _ => match sqlstate.get(..2).unwrap_or_default() {
+            "22" => Kind::Data,
+            "08" | "40" => Kind::Retriable,
+            // Access denied, unknown database, syntax, keys too long for
+            // the configured key columns, ...
+            _ => Kind::Fatal,
+        },
+    }
+}
+
+/// SQLite, by extended result code (its low byte is the primary code).
+fn sqlite_kind(code: i32, message: &str) -> Kind {
+    const IOERR_DATA: i32 = 10 | (32 << 8);
+    const IOERR_CORRUPTFS: i32 = 10 | (33 << 8);
+    match code & 0xff {
+        // SQLITE_ERROR: by its message. A table or column dropped since
+        // the sink read the table; more columns than SQLite allows (2000)
+        // for the record's fields; else bad SQL.
+        1 if ["no such table", "has no column named", "no such column"]
+            .iter()
+            .any(|m| message.contains(m)) =>
+        {
+            Kind::Retriable
+        }
+        1 if message.contains("too many columns") => Kind::Data,
+        // Checksum mismatches: a corrupt file.
+        10 if code == IOERR_DATA || code == IOERR_CORRUPTFS => Kind::Fatal,
+        // ABORT (rolled back), BUSY, LOCKED, NOMEM, INTERRUPT, IOERR, FULL
+        // (disk, or max_page_count), PROTOCOL (a WAL lock race), SCHEMA.
+        4 | 5 | 6 | 7 | 9 | 10 | 13 | 15 | 17 => Kind::Retriable,
+        // TOOBIG, CONSTRAINT and its extended codes (unique, primary key,
+        // NOT NULL, check, foreign key, a trigger's RAISE, STRICT types),
+        // MISMATCH (not an integer for an INTEGER PRIMARY KEY).
+        18..=20 => Kind::Data,
+        // PERM, READONLY, CORRUPT, CANTOPEN, MISUSE, NOLFS, AUTH, RANGE,
+        // NOTADB, bad SQL: the file, its permissions, or a bug.
         _ => Kind::Fatal,
     }
 }
@@ -790,5 +890,60 @@ mod tests {
         assert_eq!(err.key.as_deref(), Some("connection.url"));
         let err = Target::parse("oracle://scott:tiger@x/db").unwrap_err();
         assert!(!err.to_string().contains("tiger"), "{err}");
+    }
+
+    /// Codes the integration tests cannot provoke (tests/jdbc.rs runs the
+    /// rest on real databases); docs/jdbc-errors.md gives the reasons.
+    #[test]
+    fn codes_no_test_can_provoke() {
+        use Kind::{Data, Fatal, Retriable};
+        for (code, kind) in [
+            ("40P01", Retriable),
+            ("53100", Retriable),
+            ("57P03", Retriable),
+            ("58030", Retriable),
+            ("57P04", Fatal),
+            ("58P01", Fatal),
+            ("XX001", Fatal),
+            ("54023", Data),
+        ] {
+            assert_eq!(postgres_kind(code, None), kind, "PostgreSQL {code}");
+        }
+        for (number, sqlstate, kind) in [
+            (1213, "40001", Retriable),
+            (1040, "08004", Retriable),
+            (1203, "42000", Retriable),
+            (1053, "08S01", Retriable),
+            (1836, "HY000", Retriable),
+            (1021, "HY000", Retriable),
+            (1047, "08S01", Retriable),
+            (1153, "08S01", Data),
+            (1117, "42000", Data),
+            (3140, "22032", Data),
+            (3105, "HY000", Data),
+            (3819, "HY000", Data),
+            // MySQL's 4025 is a DDL error, MariaDB's a CHECK.
+            (4025, "HY000", Fatal),
+            (4025, "23000", Data),
+            (1044, "42000", Fatal),
+            (1049, "42000", Fatal),
+        ] {
+            assert_eq!(mysql_kind(number, sqlstate, ""), kind, "MySQL {number}");
+        }
+        for (code, kind) in [
+            (6, Retriable),          // LOCKED
+            (262, Retriable),        // LOCKED_SHAREDCACHE
+            (773, Retriable),        // BUSY_TIMEOUT
+            (10, Retriable),         // IOERR
+            (2314, Retriable),       // IOERR_RDLOCK (was read as SQLSTATE class 23)
+            (3082, Retriable),       // IOERR_NOMEM
+            (10 | (32 << 8), Fatal), // IOERR_DATA
+            (11, Fatal),             // CORRUPT
+            (22, Fatal),             // NOLFS (was read as SQLSTATE class 22)
+            (23, Fatal),             // AUTH (was read as SQLSTATE class 23)
+            (25, Fatal),             // RANGE
+        ] {
+            assert_eq!(sqlite_kind(code, ""), kind, "SQLite {code}");
+        }
     }
 }

@@ -78,6 +78,10 @@ impl Dialect {
             (_, ColumnKind::Bool) => "BOOLEAN",
             (Dialect::MySql, ColumnKind::Text) if is_key => "VARCHAR(255)",
             (_, ColumnKind::Text) => "TEXT",
+            (Dialect::Sqlite, ColumnKind::Bytes) => "BLOB",
+            (Dialect::Postgres, ColumnKind::Bytes) => "BYTEA",
+            (Dialect::MySql, ColumnKind::Bytes) if is_key => "VARBINARY(255)",
+            (Dialect::MySql, ColumnKind::Bytes) => "LONGBLOB",
         }
     }
 

@@ -8,6 +8,7 @@
 
 mod db;
 mod dialect;
+mod schema;
 // Public for the fuzz targets (`fuzz/`), not an API.
 #[doc(hidden)]
 pub mod value;
@@ -20,7 +21,7 @@ use serde::Deserialize;
 use sluice_sdk::config::from_string_map;
 use sluice_sdk::{
     CommitOffset, ConfigError, ConfigMap, ConnectError, ConnectorType, PartitionOffset, PluginInfo,
-    Record, SinkConnector, SinkTask, TaskContext,
+    Record, Schema, SchemaKind, SinkConnector, SinkTask, TaskContext,
 };
 
 pub use db::{Column, Pool, Target, classify, redact_url};
@@ -419,12 +420,43 @@ struct Row {
     pk: Vec<SqlValue>,
     /// The guard column's value, when `upsert.guard.column` is set.
     guard: Option<SqlValue>,
+    /// The record's schemas (`*.converter.schemas.enable=true`), which
+    /// give new columns their types.
+    schemas: Option<RowSchemas>,
+}
+
+/// Where a row's columns' schemas are: its first `from_key` columns come
+/// from the key (or the record's coordinates), the rest from the value.
+struct RowSchemas {
+    key: Option<Arc<Schema>>,
+    value: Option<Arc<Schema>>,
+    from_key: usize,
+}
+
+impl RowSchemas {
+    /// The schema of column `i`, named `name`.
+    fn of(&self, i: usize, name: &str) -> Option<&Schema> {
+        if i < self.from_key {
+            let key = self.key.as_deref()?;
+            return match &key.kind {
+                SchemaKind::Struct(_) => key.field(name),
+                // A primitive key is the one key column.
+                _ => Some(key),
+            };
+        }
+        self.value.as_deref()?.field(name)
+    }
 }
 
 impl Row {
     /// The columns it writes, in order.
     fn column_names(&self) -> impl Iterator<Item = &String> {
         self.columns.iter().map(|(name, _)| name)
+    }
+
+    /// Column `i`'s schema, when the record has one.
+    fn column_schema(&self, i: usize) -> Option<&Schema> {
+        self.schemas.as_ref()?.of(i, &self.columns[i].0)
     }
 }
 
@@ -621,6 +653,33 @@ impl Planner {
                 columns.push((field, v));
             }
         }
+        let schemas = (record.value_schema.is_some()
+            || (record.key_schema.is_some() && self.cfg.pk_mode == PkMode::RecordKey))
+            .then(|| RowSchemas {
+                key: match self.cfg.pk_mode {
+                    PkMode::RecordKey => record.key_schema.clone(),
+                    _ => None,
+                },
+                value: record.value_schema.clone(),
+                from_key,
+            });
+        if let Some(schemas) = &schemas {
+            // Logical values as their columns take them (dates as ISO
+            // text, bytes as bytes).
+            for (i, (name, v)) in columns.iter_mut().enumerate() {
+                if let Some(s) = schemas.of(i, name) {
+                    *v = schema::column_value(s, std::mem::replace(v, SqlValue::Null)).map_err(
+                        |e| {
+                            ConnectError::data(format!(
+                                "field `{name}` of {}: {e}",
+                                record.coordinates()
+                            ))
+                            .with_class("InvalidValue")
+                        },
+                    )?;
+                }
+            }
+        }
         let value_of = |name: &str| {
             columns
                 .iter()
@@ -658,6 +717,7 @@ impl Planner {
             pk_names,
             pk,
             guard,
+            schemas,
         }))
     }
 
@@ -775,6 +835,9 @@ impl JdbcSinkTask {
         // value, and where it is in `wanted`.
         let mut wanted: Vec<(String, Option<ColumnKind>)> = Vec::new();
         let mut wanted_at: HashMap<&str, usize> = HashMap::new();
+        // A column's type and `NOT NULL` from the first record with a
+        // schema for it (Confluent's JDBC sink's types).
+        let mut declared: HashMap<&str, (String, bool)> = HashMap::new();
         let mut unknown_kinds = 0;
         let mut pk: Vec<String> = Vec::new();
         // Rows mostly repeat the previous row's fields: once every kind is
@@ -791,7 +854,16 @@ impl JdbcSinkTask {
                     {
                         continue;
                     }
-                    for (name, v) in &row.columns {
+                    for (i, (name, v)) in row.columns.iter().enumerate() {
+                        if !declared.contains_key(name.as_str())
+                            && let Some(schema) = row.column_schema(i)
+                        {
+                            let is_key = row.pk_names.contains(name);
+                            declared.insert(
+                                name,
+                                (schema::sql_type(dialect, schema, is_key), !schema.optional),
+                            );
+                        }
                         match wanted_at.get(name.as_str()) {
                             Some(&at) => {
                                 if wanted[at].1.is_none() && v.kind().is_some() {
@@ -835,12 +907,19 @@ impl JdbcSinkTask {
             let defs: Vec<(String, String)> = wanted
                 .iter()
                 .map(|(name, kind)| {
-                    let ty = self.new_column_type(
-                        dialect,
-                        name,
-                        kind.unwrap_or(ColumnKind::Text),
-                        pk.contains(name),
-                    );
+                    let is_key = pk.contains(name);
+                    let ty = match (self.cfg.column_types.get(name), declared.get(name.as_str())) {
+                        (None, Some((ty, not_null))) if *not_null && !is_key => {
+                            format!("{ty} NOT NULL")
+                        }
+                        (None, Some((ty, _))) => ty.clone(),
+                        _ => self.new_column_type(
+                            dialect,
+                            name,
+                            kind.unwrap_or(ColumnKind::Text),
+                            is_key,
+                        ),
+                    };
                     (name.clone(), ty)
                 })
                 .collect();
@@ -872,9 +951,33 @@ impl JdbcSinkTask {
                 .with_class("UnknownColumn"));
             }
             for (name, kind) in missing {
-                let ty =
-                    self.new_column_type(dialect, name, kind.unwrap_or(ColumnKind::Text), false);
-                if let Err(e) = conn.execute(&dialect.add_column(table, name, &ty)).await {
+                // Added columns are nullable, schema or not: rows already
+                // written have no value for them.
+                let ty = match (self.cfg.column_types.get(name), declared.get(name.as_str())) {
+                    (None, Some((ty, _))) => ty.clone(),
+                    _ => {
+                        self.new_column_type(dialect, name, kind.unwrap_or(ColumnKind::Text), false)
+                    }
+                };
+                // On PostgreSQL a failed statement aborts the transaction:
+                // behind a savepoint, the table can still be read after.
+                let savepoint = dialect == Dialect::Postgres;
+                if savepoint {
+                    conn.execute("SAVEPOINT sluice_ddl")
+                        .await
+                        .map_err(|e| classify(ctx("altering"), e))?;
+                }
+                let added = conn.execute(&dialect.add_column(table, name, &ty)).await;
+                if savepoint {
+                    let step = match added {
+                        Ok(_) => "RELEASE SAVEPOINT sluice_ddl",
+                        Err(_) => "ROLLBACK TO SAVEPOINT sluice_ddl",
+                    };
+                    conn.execute(step)
+                        .await
+                        .map_err(|e| classify(ctx("altering"), e))?;
+                }
+                if let Err(e) = added {
                     // Another task may have added it meanwhile.
                     let now = conn
                         .describe(table)

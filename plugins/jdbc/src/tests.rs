@@ -30,6 +30,7 @@ async fn task(cfg: &ConfigMap) -> Box<dyn SinkTask> {
     let ctx = TaskContext {
         connector: "jdbc".into(),
         task_id: 0,
+        ..Default::default()
     };
     let mut t = JdbcSinkConnector.create_task(cfg, ctx).unwrap();
     t.start().await.unwrap();

@@ -13,13 +13,18 @@ pub enum ColumnKind {
     Decimal,
     Bool,
     Text,
+    /// BLOB, BYTEA, (VAR)BINARY: written from bytes (a `bytes` field of a
+    /// record with a schema), or a text's UTF-8.
+    Bytes,
 }
 
 impl ColumnKind {
     /// The kind of a declared column type, by the databases' affinity rules.
     pub fn from_declared(declared: &str) -> Self {
         let t = declared.to_ascii_uppercase();
-        if t.contains("BOOL") {
+        if ["BLOB", "BYTEA", "BINARY"].iter().any(|k| t.contains(k)) {
+            ColumnKind::Bytes
+        } else if t.contains("BOOL") {
             ColumnKind::Bool
         } else if t.contains("INT") && !t.contains("POINT") && !t.contains("INTERVAL") {
             ColumnKind::Int
@@ -47,6 +52,8 @@ pub enum SqlValue {
     Decimal(String),
     Bool(bool),
     Text(String),
+    /// Bytes: a `bytes` field of a record with a schema.
+    Bytes(Vec<u8>),
 }
 
 impl SqlValue {
@@ -99,6 +106,7 @@ impl SqlValue {
             SqlValue::Float(_) | SqlValue::Decimal(_) => Some(ColumnKind::Float),
             SqlValue::Bool(_) => Some(ColumnKind::Bool),
             SqlValue::Text(_) => Some(ColumnKind::Text),
+            SqlValue::Bytes(_) => Some(ColumnKind::Bytes),
         }
     }
 
@@ -152,6 +160,12 @@ impl SqlValue {
                 "false" => Bool(false),
                 _ => return Err(format!("`{s}` is not a boolean")),
             },
+            (Bytes(b), ColumnKind::Bytes) => Bytes(b),
+            (Text(s), ColumnKind::Bytes) => Bytes(s.into_bytes()),
+            (Bytes(b), ColumnKind::Text) => Text(
+                String::from_utf8(b)
+                    .map_err(|_| "bytes that are not UTF-8 do not fit a text column".to_string())?,
+            ),
             (v, k) => return Err(format!("{v:?} does not fit a {k:?} column")),
         })
     }
@@ -340,6 +354,7 @@ impl std::hash::Hash for KeyRef<'_> {
                 SqlValue::Decimal(d) => d.hash(h),
                 SqlValue::Bool(b) => b.hash(h),
                 SqlValue::Text(s) => s.hash(h),
+                SqlValue::Bytes(b) => b.hash(h),
             }
         }
     }

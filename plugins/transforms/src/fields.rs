@@ -69,11 +69,9 @@ impl Smt for InsertField {
         if let Some(f) = &self.offset {
             m.insert(f.clone(), known(record.offset));
         }
-        if let Some(f) = &self.timestamp {
-            m.insert(
-                f.clone(),
-                record.timestamp.map(Value::from).unwrap_or(Value::Null),
-            );
+        // As Kafka Connect: no field at all for a record without a timestamp.
+        if let (Some(f), Some(ts)) = (&self.timestamp, record.timestamp) {
+            m.insert(f.clone(), Value::from(ts));
         }
         if let Some((f, v)) = &self.static_field {
             m.insert(f.clone(), Value::from(v.clone()));
@@ -163,27 +161,47 @@ impl Smt for MaskField {
             return Ok(vec![record]);
         };
         for f in &self.fields {
-            if let Some(v) = m.get_mut(f) {
-                *v = match (&*v, &self.replacement) {
-                    (Value::Null, _) => Value::Null,
-                    (Value::String(_), Some(r)) => Value::from(r.clone()),
-                    (Value::Number(_), Some(r)) => serde_json::from_str::<Number>(r)
-                        .map(Value::Number)
-                        .map_err(|_| {
-                            ConnectError::data(format!(
-                                "MaskField: replacement `{r}` is not a number, but field `{f}` is"
-                            ))
-                        })?,
-                    (Value::String(_), None) => Value::from(""),
-                    (Value::Number(_), None) => Value::from(0),
-                    (Value::Bool(_), _) => Value::Bool(false),
-                    (Value::Array(_), _) => Value::Array(vec![]),
-                    (Value::Object(_), _) => Value::Object(Map::new()),
-                };
-            }
+            // As Kafka Connect: a masked field that is missing is set to null.
+            let v = m.entry(f.clone()).or_insert(Value::Null);
+            *v = match (&*v, &self.replacement) {
+                (Value::Null, _) => Value::Null,
+                (Value::String(_), Some(r)) => Value::from(r.clone()),
+                // The replacement takes the number's type: 9 for an
+                // integer, 9.0 for a floating-point number.
+                (Value::Number(n), Some(r)) => masked_number(n, r).ok_or_else(|| {
+                    ConnectError::data(format!(
+                        "MaskField: replacement `{r}` is not a number of the type of field `{f}` ({n})"
+                    ))
+                })?,
+                (Value::String(_), None) => Value::from(""),
+                (Value::Number(n), None) if n.is_f64() => Value::from(0.0),
+                (Value::Number(_), None) => Value::from(0),
+                (other, Some(_)) => {
+                    return Err(ConnectError::data(format!(
+                        "MaskField: field `{f}` is {}, which a custom replacement cannot mask (only strings and numbers)",
+                        type_name(other)
+                    )));
+                }
+                (Value::Bool(_), None) => Value::Bool(false),
+                (Value::Array(_), None) => Value::Array(vec![]),
+                (Value::Object(_), None) => Value::Object(Map::new()),
+            };
         }
         write(&mut record, self.part, &Value::Object(m));
         Ok(vec![record])
+    }
+}
+
+/// `replacement` as a number of `n`'s kind (integer or floating-point).
+fn masked_number(n: &Number, replacement: &str) -> Option<Value> {
+    let r = replacement.trim();
+    if n.is_f64() {
+        r.parse::<f64>()
+            .ok()
+            .filter(|f| f.is_finite())
+            .map(Value::from)
+    } else {
+        r.parse::<i64>().ok().map(Value::from)
     }
 }
 
@@ -324,6 +342,8 @@ fn cast(v: &Value, to: CastType, what: &str) -> Result<Value, ConnectError> {
     };
     Ok(match (v, to) {
         (Value::Null, _) => Value::Null,
+        // As Kafka Connect: only primitives cast, to any type.
+        (Value::Object(_) | Value::Array(_), _) => return Err(fail()),
         (_, CastType::Str) => match v {
             Value::String(s) => Value::from(s.clone()),
             other => Value::from(other.to_string()),
@@ -357,7 +377,6 @@ fn cast(v: &Value, to: CastType, what: &str) -> Result<Value, ConnectError> {
             "false" => Value::Bool(false),
             _ => return Err(fail()),
         },
-        _ => return Err(fail()),
     })
 }
 
@@ -416,9 +435,9 @@ impl Smt for Cast {
             return Ok(vec![record]);
         };
         for (f, t) in &self.fields {
-            if let Some(v) = m.get_mut(f) {
-                *v = cast(v, *t, &format!("field `{f}`"))?;
-            }
+            // As Kafka Connect: a field to cast that is missing is set to null.
+            let v = m.entry(f.clone()).or_insert(Value::Null);
+            *v = cast(v, *t, &format!("field `{f}`"))?;
         }
         write(&mut record, self.part, &Value::Object(m));
         Ok(vec![record])
@@ -469,7 +488,16 @@ impl Smt for ExtractField {
                 type_name(&v)
             )));
         }
-        write(&mut record, self.part, &extracted);
+        // A null (or missing) field makes a null key or value, as Kafka
+        // Connect's converters write it: a tombstone, not the text `null`.
+        if extracted.is_null() {
+            match self.part {
+                Part::Key => record.key = None,
+                Part::Value => record.value = None,
+            }
+        } else {
+            write(&mut record, self.part, &extracted);
+        }
         Ok(vec![record])
     }
 }
@@ -657,6 +685,73 @@ impl Smt for LatencyStamp {
                 .unwrap_or(0);
             record.add_header(self.header.clone(), Some(now.to_be_bytes().to_vec()));
         }
+        Ok(vec![record])
+    }
+}
+
+/// Kafka Connect's `Flatten`: nested objects become top-level fields whose
+/// names join the path with `delimiter` (default `.`). Arrays, nulls and
+/// other values are kept as they are; an empty nested object leaves nothing.
+pub struct Flatten {
+    part: Part,
+    delimiter: String,
+}
+
+impl Flatten {
+    pub fn new(part: Part, k: &mut Keys) -> Result<Self, ConnectError> {
+        Ok(Self {
+            part,
+            delimiter: k.take("delimiter").unwrap_or_else(|| ".".into()),
+        })
+    }
+
+    fn flatten_into(&self, prefix: &str, m: Map<String, Value>, out: &mut Map<String, Value>) {
+        for (name, v) in m {
+            let name = if prefix.is_empty() {
+                name
+            } else {
+                format!("{prefix}{}{name}", self.delimiter)
+            };
+            match v {
+                Value::Object(nested) => self.flatten_into(&name, nested, out),
+                other => {
+                    out.insert(name, other);
+                }
+            }
+        }
+    }
+}
+
+impl Smt for Flatten {
+    fn apply(&self, mut record: Record) -> Result<Vec<Record>, ConnectError> {
+        let Some(m) = object(&record, self.part, "Flatten")? else {
+            return Ok(vec![record]);
+        };
+        let mut out = Map::with_capacity(m.len());
+        self.flatten_into("", m, &mut out);
+        write(&mut record, self.part, &Value::Object(out));
+        Ok(vec![record])
+    }
+}
+
+/// Kafka Connect's `DropHeaders`: removes every header with one of the keys.
+pub struct DropHeaders {
+    headers: Vec<String>,
+}
+
+impl DropHeaders {
+    pub fn new(k: &mut Keys) -> Result<Self, ConnectError> {
+        let headers = k.list("headers");
+        if headers.is_empty() {
+            return Err(k.bad("headers", "is required: the header keys to remove"));
+        }
+        Ok(Self { headers })
+    }
+}
+
+impl Smt for DropHeaders {
+    fn apply(&self, mut record: Record) -> Result<Vec<Record>, ConnectError> {
+        record.headers.retain(|h| !self.headers.contains(&h.key));
         Ok(vec![record])
     }
 }

@@ -1,9 +1,11 @@
 //! Sluice's standard transforms, as one component. The runtime selects one
 //! with the `kind` key (it sets it from Kafka Connect's class names, e.g.
-//! `org.apache.kafka.connect.transforms.InsertField$Value`). Every
+//! `org.apache.kafka.connect.transforms.InsertField$Value`, or Debezium's
+//! `io.debezium.transforms.ExtractNewRecordState`). Every
 //! transform works on schemaless JSON; `$Key` variants work on the key and
 //! `$Value` variants on the value. See `README.md` for each one's keys.
 
+mod cdc;
 mod fields;
 mod time;
 
@@ -107,6 +109,10 @@ pub fn build(kind: &str, keys: Config) -> Result<Box<dyn Smt>, ConnectError> {
         "InsertHeader" => Box::new(InsertHeader::new(&mut k)?),
         "HeaderFrom" => Box::new(HeaderFrom::new(part, &mut k)?),
         "LatencyStamp" => Box::new(LatencyStamp::new(&mut k)?),
+        "Flatten" => Box::new(Flatten::new(part, &mut k)?),
+        "TimestampRouter" => Box::new(time::TimestampRouter::new(&mut k)?),
+        "DropHeaders" => Box::new(DropHeaders::new(&mut k)?),
+        "ExtractNewRecordState" => Box::new(cdc::ExtractNewRecordState::new(&mut k)?),
         other => {
             return Err(ConnectError::fatal(format!(
                 "`{other}` is not a standard transform; known: {}",
@@ -119,7 +125,7 @@ pub fn build(kind: &str, keys: Config) -> Result<Box<dyn Smt>, ConnectError> {
 }
 
 /// The standard transforms, by the name `kind` takes.
-pub const KINDS: [&str; 13] = [
+pub const KINDS: [&str; 17] = [
     "InsertField",
     "ReplaceField",
     "MaskField",
@@ -133,6 +139,10 @@ pub const KINDS: [&str; 13] = [
     "InsertHeader",
     "HeaderFrom",
     "LatencyStamp",
+    "Flatten",
+    "TimestampRouter",
+    "DropHeaders",
+    "ExtractNewRecordState",
 ];
 
 impl Transform for Library {

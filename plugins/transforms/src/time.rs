@@ -34,7 +34,7 @@ pub struct TimestampConverter {
 }
 
 /// Translates the common SimpleDateFormat letters to chrono's.
-fn java_format(java: &str) -> Result<String, String> {
+pub(crate) fn java_format(java: &str) -> Result<String, String> {
     let mut out = String::new();
     let chars: Vec<char> = java.chars().collect();
     let mut i = 0;
@@ -222,9 +222,9 @@ impl Smt for TimestampConverter {
                 let Some(mut m) = object(&record, self.part, "TimestampConverter")? else {
                     return Ok(vec![record]);
                 };
-                if let Some(v) = m.get_mut(field)
-                    && let Some(dt) = self.parse(v)?
-                {
+                // As Kafka Connect: a missing field is set to null.
+                let v = m.entry(field.clone()).or_insert(Value::Null);
+                if let Some(dt) = self.parse(v)? {
                     *v = self.render(dt);
                 }
                 write(&mut record, self.part, &serde_json::Value::Object(m));
@@ -244,5 +244,50 @@ mod tests {
         );
         assert_eq!(super::java_format("dd/MM/yy").unwrap(), "%d/%m/%y");
         assert!(super::java_format("yyyy Q").is_err());
+    }
+}
+
+/// Kafka Connect's `TimestampRouter`: the topic becomes `topic.format`
+/// with `${topic}` and `${timestamp}` (the record's timestamp in UTC,
+/// written with the SimpleDateFormat pattern `timestamp.format`) replaced.
+pub struct TimestampRouter {
+    topic_format: String,
+    /// chrono format, translated from Java's SimpleDateFormat.
+    timestamp_format: String,
+}
+
+impl TimestampRouter {
+    pub fn new(k: &mut Keys) -> Result<Self, ConnectError> {
+        let topic_format = k
+            .take("topic.format")
+            .unwrap_or_else(|| "${topic}-${timestamp}".into());
+        let java = k
+            .take("timestamp.format")
+            .unwrap_or_else(|| "yyyyMMdd".into());
+        let timestamp_format = java_format(&java).map_err(|e| k.bad("timestamp.format", e))?;
+        Ok(Self {
+            topic_format,
+            timestamp_format,
+        })
+    }
+}
+
+impl Smt for TimestampRouter {
+    fn apply(&self, mut record: Record) -> Result<Vec<Record>, ConnectError> {
+        let Some(ts) = record.timestamp else {
+            return Err(ConnectError::data(format!(
+                "TimestampRouter: {} has no timestamp",
+                record.coordinates()
+            )));
+        };
+        let at = Utc.timestamp_millis_opt(ts).single().ok_or_else(|| {
+            ConnectError::data(format!("TimestampRouter: timestamp {ts} is out of range"))
+        })?;
+        let stamp = at.format(&self.timestamp_format).to_string();
+        record.topic = self
+            .topic_format
+            .replace("${topic}", &record.topic)
+            .replace("${timestamp}", &stamp);
+        Ok(vec![record])
     }
 }

@@ -41,6 +41,7 @@ pub fn order(i: usize) -> Record {
         key: Some(i.to_string().into_bytes()),
         value: Some(order_json(i).into_bytes()),
         headers: vec![],
+        ..Default::default()
     }
 }
 
@@ -131,6 +132,7 @@ pub fn worker_on(broker: &BenchBroker, default_partitions: i32) -> Worker {
         id: "bench".into(),
         wasm_cache_dir: None,
         providers: Default::default(),
+        file_allowed_paths: Default::default(),
         plugin_path: Vec::new(),
         transforms_library: None,
         clients: KafkaClients::new(

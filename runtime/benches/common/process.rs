@@ -78,6 +78,8 @@ pub struct SluiceProcess {
     log: PathBuf,
     http: reqwest::Client,
     dir: Option<tempfile::TempDir>,
+    /// Basic-auth credentials for a worker with `rest.auth.users.file`.
+    credentials: Option<(String, String)>,
 }
 
 impl SluiceProcess {
@@ -122,10 +124,30 @@ impl SluiceProcess {
             log,
             http: reqwest::Client::new(),
             dir: Some(dir),
+            credentials: None,
         };
         worker.rest = worker.wait_for_rest_address().await;
         worker.wait_healthy().await;
         worker
+    }
+
+    /// From now on every request carries these credentials.
+    pub fn with_credentials(mut self, user: &str, password: &str) -> Self {
+        self.credentials = Some((user.into(), password.into()));
+        self
+    }
+
+    /// The REST API's address (`http://host:port`).
+    pub fn rest(&self) -> &str {
+        &self.rest
+    }
+
+    fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        let request = self.http.request(method, format!("{}{path}", self.rest));
+        match &self.credentials {
+            Some((user, password)) => request.basic_auth(user, Some(password)),
+            None => request,
+        }
     }
 
     pub fn pid(&self) -> u32 {
@@ -194,8 +216,7 @@ impl SluiceProcess {
     /// `POST /connectors` with `{"name", "config"}`.
     pub async fn create_connector(&self, connector: &serde_json::Value) {
         let response = self
-            .http
-            .post(format!("{}/connectors", self.rest))
+            .request(reqwest::Method::POST, "/connectors")
             .json(connector)
             .send()
             .await
@@ -213,8 +234,10 @@ impl SluiceProcess {
     /// Panics with the task's trace if a task of `connector` failed.
     pub async fn assert_running(&self, connector: &str) {
         let status: serde_json::Value = match self
-            .http
-            .get(format!("{}/connectors/{connector}/status", self.rest))
+            .request(
+                reqwest::Method::GET,
+                &format!("/connectors/{connector}/status"),
+            )
             .send()
             .await
         {
@@ -236,8 +259,7 @@ impl SluiceProcess {
     /// `stage` (`put`, `produce`, ...), over every connector of the worker.
     pub async fn records_ok(&self, stage: &str) -> u64 {
         let text = self
-            .http
-            .get(format!("{}/metrics", self.rest))
+            .request(reqwest::Method::GET, "/metrics")
             .send()
             .await
             .and_then(|r| r.error_for_status())

@@ -143,7 +143,7 @@ enum DlqCommand {
         topic: String,
         #[command(flatten)]
         cluster: ClusterArgs,
-        /// Sample records shown per error class.
+        /// Sample records shown per error class and stage.
         #[arg(long, default_value_t = 3)]
         samples: usize,
         /// `table` or `json`.

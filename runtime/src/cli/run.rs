@@ -166,6 +166,7 @@ fn build_worker(
         wasm_cache_dir: config.wasm_cache_dir.clone(),
         providers: config.config_providers.clone(),
         plugin_path: config.plugin_path.clone(),
+        file_allowed_paths: config.file_allowed_paths.clone(),
         transforms_library: config.transforms_library.clone(),
         clients: KafkaClients::new(config, bootstrap.to_string(), embedded.clone()),
         offsets,

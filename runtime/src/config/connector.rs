@@ -248,14 +248,56 @@ pub const COMMON_KEYS: &[CommonKey] = &[
         "key.converter.schemas.enable",
         "BOOLEAN",
         None,
-        "Must be false",
+        "JsonConverter: keys are {\"schema\", \"payload\"} envelopes",
         Listed::No,
     ),
     key(
         "value.converter.schemas.enable",
         "BOOLEAN",
         None,
-        "Must be false",
+        "JsonConverter: values are {\"schema\", \"payload\"} envelopes",
+        Listed::No,
+    ),
+    key(
+        "key.converter.decimal.format",
+        "STRING",
+        None,
+        "JsonConverter with schemas: how a Decimal key is written, BASE64 or NUMERIC",
+        Listed::No,
+    ),
+    key(
+        "value.converter.decimal.format",
+        "STRING",
+        None,
+        "JsonConverter with schemas: how a Decimal value is written, BASE64 or NUMERIC",
+        Listed::No,
+    ),
+    key(
+        "key.converter.replace.null.with.default",
+        "BOOLEAN",
+        None,
+        "JsonConverter with schemas: a null key with a default is its default",
+        Listed::No,
+    ),
+    key(
+        "value.converter.replace.null.with.default",
+        "BOOLEAN",
+        None,
+        "JsonConverter with schemas: a null value with a default is its default",
+        Listed::No,
+    ),
+    key(
+        "key.converter.schemas.cache.size",
+        "INT",
+        None,
+        "JsonConverter with schemas: key schemas kept parsed",
+        Listed::No,
+    ),
+    key(
+        "value.converter.schemas.cache.size",
+        "INT",
+        None,
+        "JsonConverter with schemas: value schemas kept parsed",
         Listed::No,
     ),
     key(
@@ -302,24 +344,101 @@ pub const COMMON_KEYS: &[CommonKey] = &[
     ),
 ];
 
-/// Secrets are never shown back.
+/// Secrets are never shown back: the values of keys named like a secret
+/// (Kafka Connect's PASSWORD keys and the like), and wherever else those
+/// values or inline passwords appear (URLs, JAAS configs).
 pub fn redact(config: &ConfigMap) -> ConfigMap {
+    let secrets = Secrets::of(config);
     config
         .iter()
         .map(|(k, v)| {
-            let secret = ["password", "secret", "token", "credentials"]
-                .iter()
-                .any(|s| k.to_ascii_lowercase().contains(s));
-            (
-                k.clone(),
-                if secret {
-                    "[hidden]".to_string()
-                } else {
-                    v.clone()
-                },
-            )
+            let shown = if is_secret_key(k) {
+                HIDDEN.to_string()
+            } else {
+                secrets.hide(v)
+            };
+            (k.clone(), shown)
         })
         .collect()
+}
+
+const HIDDEN: &str = "[hidden]";
+
+/// Keys whose whole value is a secret.
+fn is_secret_key(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    [
+        "password",
+        "secret",
+        "token",
+        "credentials",
+        "jaas.config",
+        "user.info",
+        "private.key",
+        "api.key",
+        "apikey",
+    ]
+    .iter()
+    .any(|s| key.contains(s))
+}
+
+/// Shorter values are not looked for elsewhere: hiding every `ab` in every
+/// answer would hide more than the secret.
+const MIN_SECRET_LEN: usize = 4;
+
+/// What of one connector's config must not appear in any text shown about
+/// it: API answers, validate's errors, task traces, logs.
+#[derive(Debug, Clone, Default)]
+pub struct Secrets {
+    /// Longest first, so a secret inside another is hidden with it.
+    values: Vec<String>,
+}
+
+impl Secrets {
+    pub fn of(config: &ConfigMap) -> Self {
+        let mut values: Vec<String> = config
+            .iter()
+            .filter(|(k, v)| {
+                is_secret_key(k)
+                    && v.len() >= MIN_SECRET_LEN
+                    // An unresolved reference names where the secret is.
+                    && !(v.starts_with("${") && v.ends_with('}'))
+            })
+            .map(|(_, v)| v.clone())
+            .collect();
+        values.sort_by_key(|v| std::cmp::Reverse(v.len()));
+        values.dedup();
+        Self { values }
+    }
+
+    /// `text` with every secret value, URL password and `password=` value
+    /// replaced by `[hidden]`.
+    pub fn hide(&self, text: &str) -> String {
+        static URL_PASSWORD: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+            // scheme://user:PASSWORD@host
+            regex::Regex::new(r"([A-Za-z][A-Za-z0-9+.-]*://[^/?#@\s:]*:)[^@/?#\s]+@")
+                .expect("valid")
+        });
+        static ASSIGNED_PASSWORD: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(
+            || {
+                // password=x, sslpassword=x, password="x" (JAAS), secret: 'x'
+                regex::Regex::new(
+                    r#"(?i)((?:password|passwd|pwd|secret|token)\s*[=:]\s*)("[^"]*"|'[^']*'|[^&;,\s"']+)"#,
+                )
+                .expect("valid")
+            },
+        );
+        let mut out = text.to_string();
+        for value in &self.values {
+            if out.contains(value.as_str()) {
+                out = out.replace(value.as_str(), HIDDEN);
+            }
+        }
+        let out = URL_PASSWORD.replace_all(&out, format!("${{1}}{HIDDEN}@"));
+        ASSIGNED_PASSWORD
+            .replace_all(&out, format!("${{1}}{HIDDEN}"))
+            .into_owned()
+    }
 }
 
 /// The keys every connector has, handled by the runtime rather than the
@@ -348,6 +467,18 @@ struct CommonKeys {
     key_converter_schemas: Option<bool>,
     #[serde(rename = "value.converter.schemas.enable", default)]
     value_converter_schemas: Option<bool>,
+    #[serde(rename = "key.converter.decimal.format", default)]
+    key_decimal_format: Option<DecimalFormat>,
+    #[serde(rename = "value.converter.decimal.format", default)]
+    value_decimal_format: Option<DecimalFormat>,
+    #[serde(rename = "key.converter.replace.null.with.default", default)]
+    key_replace_null_with_default: Option<bool>,
+    #[serde(rename = "value.converter.replace.null.with.default", default)]
+    value_replace_null_with_default: Option<bool>,
+    #[serde(rename = "key.converter.schemas.cache.size", default)]
+    key_schemas_cache_size: Option<usize>,
+    #[serde(rename = "value.converter.schemas.cache.size", default)]
+    value_schemas_cache_size: Option<usize>,
     #[serde(rename = "topic.creation.default.partitions", default)]
     topic_partitions: Option<i32>,
     #[serde(rename = "topic.creation.default.replication.factor", default)]
@@ -406,8 +537,9 @@ fn default_batch_ms() -> u64 {
     100
 }
 
-/// Converters Sluice accepts: all of them pass bytes through unchanged, which
-/// is what these do for schemaless JSON.
+/// Converters Sluice accepts: without schemas all of them pass bytes through
+/// unchanged, which is what these do for schemaless JSON; `JsonConverter`
+/// with `schemas.enable=true` reads and writes its envelope.
 const PASS_THROUGH_CONVERTERS: [&str; 6] = [
     "org.apache.kafka.connect.json.JsonConverter",
     "org.apache.kafka.connect.storage.StringConverter",
@@ -433,6 +565,10 @@ pub struct CommonConfig {
     pub errors: ErrorPolicy,
     pub key_converter: Converter,
     pub value_converter: Converter,
+    /// `key.converter` is `JsonConverter` with `schemas.enable=true`.
+    pub key_schemas: Option<JsonSchemas>,
+    /// `value.converter` is `JsonConverter` with `schemas.enable=true`.
+    pub value_schemas: Option<JsonSchemas>,
     pub delivery_guarantee: DeliveryGuarantee,
     pub transaction_boundary: TransactionBoundary,
     /// None: the worker's `offset.flush.interval.ms`.
@@ -443,8 +579,34 @@ pub struct CommonConfig {
     pub producer_overrides: ConfigMap,
 }
 
+/// `JsonConverter`'s settings when `schemas.enable=true`: keys or values are
+/// `{"schema": ..., "payload": ...}` envelopes, read and written by
+/// `crate::schema`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JsonSchemas {
+    /// `decimal.format`: how a `Decimal` is written (both are read).
+    pub decimal_format: DecimalFormat,
+    /// `replace.null.with.default` (default true): a null with a default
+    /// reads and writes as the default.
+    pub replace_null_with_default: bool,
+    /// `schemas.cache.size` (default 1000): schemas kept parsed.
+    pub cache_size: usize,
+}
+
+/// `JsonConverter`'s `decimal.format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum DecimalFormat {
+    /// Base64 of the unscaled value's big-endian two's complement bytes.
+    #[default]
+    Base64,
+    /// A JSON number (Java's `BigDecimal.toString`).
+    Numeric,
+}
+
 /// What a sink checks a consumed key or value is, before anything else
-/// (Kafka Connect's converter stage; Sluice passes the bytes on unchanged).
+/// (Kafka Connect's converter stage; without schemas Sluice passes the
+/// bytes on unchanged).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Converter {
     /// Any bytes (also the default when no converter is named).
@@ -465,7 +627,7 @@ impl Converter {
                 return Err(ConfigError::new(
                     key,
                     format!(
-                        "`{}` is not supported; Sluice passes bytes through (JsonConverter with schemas.enable=false, StringConverter or ByteArrayConverter)",
+                        "`{}` is not supported; Sluice has JsonConverter (with or without schemas.enable), StringConverter and ByteArrayConverter",
                         class.unwrap_or_default()
                     ),
                 ));
@@ -532,6 +694,28 @@ impl CommonConfig {
         let errors = ErrorPolicy::parse(&error_keys, &keys.topics)?;
         let key_converter = Converter::parse("key.converter", keys.key_converter.as_deref())?;
         let value_converter = Converter::parse("value.converter", keys.value_converter.as_deref())?;
+        let json_schemas = |schemas: Option<bool>,
+                            decimal_format: Option<DecimalFormat>,
+                            replace_null: Option<bool>,
+                            cache_size: Option<usize>| {
+            (schemas == Some(true)).then(|| JsonSchemas {
+                decimal_format: decimal_format.unwrap_or_default(),
+                replace_null_with_default: replace_null.unwrap_or(true),
+                cache_size: cache_size.unwrap_or(1000),
+            })
+        };
+        let key_schemas = json_schemas(
+            keys.key_converter_schemas,
+            keys.key_decimal_format,
+            keys.key_replace_null_with_default,
+            keys.key_schemas_cache_size,
+        );
+        let value_schemas = json_schemas(
+            keys.value_converter_schemas,
+            keys.value_decimal_format,
+            keys.value_replace_null_with_default,
+            keys.value_schemas_cache_size,
+        );
         let predicates = parse_predicates(&keys.predicates, &predicate_keys)?;
         let transforms = parse_transforms(&keys.transforms, &transform_keys, &predicates)?;
         Ok((
@@ -548,6 +732,8 @@ impl CommonConfig {
                 errors,
                 key_converter,
                 value_converter,
+                key_schemas,
+                value_schemas,
                 delivery_guarantee: keys.delivery_guarantee,
                 transaction_boundary: keys.transaction_boundary,
                 transaction_boundary_interval_ms: keys.transaction_boundary_interval_ms,
@@ -606,16 +792,22 @@ fn check_common_keys(keys: &CommonKeys) -> Result<(), ConfigError> {
             "is not supported yet; list the topics in `topics`",
         ));
     }
-    for (key, converter, schemas) in [
+    for (key, converter, schemas, decimal_format, replace_null, cache_size) in [
         (
             "key.converter",
             &keys.key_converter,
             keys.key_converter_schemas,
+            keys.key_decimal_format.is_some(),
+            keys.key_replace_null_with_default.is_some(),
+            keys.key_schemas_cache_size,
         ),
         (
             "value.converter",
             &keys.value_converter,
             keys.value_converter_schemas,
+            keys.value_decimal_format.is_some(),
+            keys.value_replace_null_with_default.is_some(),
+            keys.value_schemas_cache_size,
         ),
     ] {
         if let Some(c) = converter
@@ -624,14 +816,37 @@ fn check_common_keys(keys: &CommonKeys) -> Result<(), ConfigError> {
             return Err(ConfigError::new(
                 key,
                 format!(
-                    "`{c}` is not supported; Sluice passes bytes through (JsonConverter with schemas.enable=false, StringConverter or ByteArrayConverter)"
+                    "`{c}` is not supported; Sluice has JsonConverter (with or without schemas.enable), StringConverter and ByteArrayConverter"
                 ),
             ));
         }
-        if schemas == Some(true) {
+        let json = converter
+            .as_deref()
+            .is_some_and(|c| c.rsplit('.').next() == Some("JsonConverter"));
+        if schemas == Some(true) && !json {
             return Err(ConfigError::new(
                 format!("{key}.schemas.enable"),
-                "schema envelopes are not supported; set it to false",
+                format!(
+                    "schema envelopes are JsonConverter's: set `{key}` to org.apache.kafka.connect.json.JsonConverter, or this to false"
+                ),
+            ));
+        }
+        for (name, set) in [
+            ("decimal.format", decimal_format),
+            ("replace.null.with.default", replace_null),
+            ("schemas.cache.size", cache_size.is_some()),
+        ] {
+            if set && schemas != Some(true) {
+                return Err(ConfigError::new(
+                    format!("{key}.{name}"),
+                    format!("applies only to `{key}.schemas.enable=true`"),
+                ));
+            }
+        }
+        if cache_size == Some(0) {
+            return Err(ConfigError::new(
+                format!("{key}.schemas.cache.size"),
+                "must be at least 1",
             ));
         }
     }
@@ -664,6 +879,26 @@ fn check_common_keys(keys: &CommonKeys) -> Result<(), ConfigError> {
     Ok(())
 }
 
+/// The plugin's keys of `config`: those [`CommonConfig::split`] hands on,
+/// whether or not the runtime's keys are valid.
+pub fn plugin_keys(config: &ConfigMap) -> ConfigMap {
+    config
+        .iter()
+        .filter(|(k, _)| !RUNTIME_NAMESPACES.iter().any(|p| k.starts_with(p)) && !is_common_key(k))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+/// The prefixes of the runtime's keys besides [`COMMON_KEYS`]: what
+/// [`CommonConfig::split`] reads apart from the plugin's keys.
+const RUNTIME_NAMESPACES: [&str; 5] = [
+    "consumer.override.",
+    "producer.override.",
+    "transforms.",
+    "predicates.",
+    "errors.",
+];
+
 fn is_common_key(k: &str) -> bool {
     COMMON_KEYS
         .iter()
@@ -673,6 +908,47 @@ fn is_common_key(k: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn secrets_are_hidden_by_value_and_inline() {
+        let config: ConfigMap = [
+            ("connection.password", "pw-1234"),
+            ("api.key", "${file:/run/keys:api}"),
+            ("ssl.key.password", "abc"),
+            ("note", "uses pw-1234 and abc"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let secrets = Secrets::of(&config);
+        // The value of a secret key, wherever it appears; a reference is
+        // not a secret, and three characters are too short to look for.
+        assert_eq!(
+            secrets.hide("uses pw-1234 and abc"),
+            "uses [hidden] and abc"
+        );
+        for (text, shown) in [
+            (
+                "postgres://app:pw@db:5432/x",
+                "postgres://app:[hidden]@db:5432/x",
+            ),
+            (
+                "jdbc:mysql://h/db?user=u&password=p1&x=1",
+                "jdbc:mysql://h/db?user=u&password=[hidden]&x=1",
+            ),
+            (
+                r#"PlainLoginModule required username="u" password="p w";"#,
+                r#"PlainLoginModule required username="u" password=[hidden];"#,
+            ),
+            ("http://host:8081/subjects", "http://host:8081/subjects"),
+        ] {
+            assert_eq!(secrets.hide(text), shown);
+        }
+        let shown = redact(&config);
+        assert_eq!(shown["connection.password"], "[hidden]");
+        assert_eq!(shown["note"], "uses [hidden] and abc");
+    }
+
     use serde_json::json;
 
     #[test]
@@ -713,6 +989,83 @@ mod tests {
     }
 
     #[test]
+    fn schema_envelopes_are_json_converters_with_its_keys() {
+        let config = |pairs: &[(&str, &str)]| -> ConfigMap {
+            [("name", "s"), ("connector.class", "datagen")]
+                .iter()
+                .chain(pairs)
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let (common, plugin) = CommonConfig::split(&config(&[
+            (
+                "value.converter",
+                "org.apache.kafka.connect.json.JsonConverter",
+            ),
+            ("value.converter.schemas.enable", "true"),
+            ("value.converter.decimal.format", "NUMERIC"),
+            ("key.converter", "JsonConverter"),
+            ("key.converter.schemas.enable", "false"),
+        ]))
+        .unwrap();
+        assert!(plugin.is_empty(), "{plugin:?}");
+        assert_eq!(common.key_schemas, None);
+        assert_eq!(
+            common.value_schemas,
+            Some(JsonSchemas {
+                decimal_format: DecimalFormat::Numeric,
+                replace_null_with_default: true,
+                cache_size: 1000,
+            })
+        );
+        for (pairs, key, says) in [
+            (
+                &[("value.converter.schemas.enable", "true")][..],
+                "value.converter.schemas.enable",
+                "JsonConverter",
+            ),
+            (
+                &[
+                    ("key.converter", "StringConverter"),
+                    ("key.converter.schemas.enable", "true"),
+                ],
+                "key.converter.schemas.enable",
+                "JsonConverter",
+            ),
+            (
+                &[
+                    ("value.converter", "JsonConverter"),
+                    ("value.converter.decimal.format", "BASE64"),
+                ],
+                "value.converter.decimal.format",
+                "schemas.enable=true",
+            ),
+            (
+                &[
+                    ("value.converter", "JsonConverter"),
+                    ("value.converter.schemas.enable", "true"),
+                    ("value.converter.decimal.format", "HEX"),
+                ],
+                "value.converter.decimal.format",
+                "",
+            ),
+            (
+                &[
+                    ("value.converter", "JsonConverter"),
+                    ("value.converter.schemas.enable", "true"),
+                    ("value.converter.schemas.cache.size", "0"),
+                ],
+                "value.converter.schemas.cache.size",
+                "at least 1",
+            ),
+        ] {
+            let err = CommonConfig::split(&config(pairs)).unwrap_err();
+            assert_eq!(err.key.as_deref(), Some(key), "{err}");
+            assert!(err.message.contains(says), "{err}");
+        }
+    }
+
+    #[test]
     fn connector_spec_shapes() {
         let spec = ConnectorSpec::from_json(
             &json!({"name": "a", "config": {"connector.class": "datagen", "tasks.max": 2}}),
@@ -750,7 +1103,7 @@ mod tests {
         let mut bad = spec.config.clone();
         bad.insert(
             "transforms.t.type".into(),
-            "org.apache.kafka.connect.transforms.Flatten$Value".into(),
+            "org.apache.kafka.connect.transforms.SetSchemaMetadata$Value".into(),
         );
         let err = CommonConfig::split(&bad).unwrap_err();
         assert_eq!(err.key.as_deref(), Some("transforms.t.type"));
@@ -778,10 +1131,12 @@ mod tests {
             ("transforms.t.predicate", "onlyOrders"),
             ("transforms.t.negate", "true"),
             ("transforms.t.limits.timeout.ms", "250"),
+            ("consumer.override.max.poll.records", "10"),
         ] {
             with_predicate.insert(k.into(), v.into());
         }
-        let (common, _) = CommonConfig::split(&with_predicate).unwrap();
+        let (common, plugin) = CommonConfig::split(&with_predicate).unwrap();
+        assert_eq!(plugin, plugin_keys(&with_predicate));
         let t = &common.transforms[0];
         assert!(t.negate);
         assert_eq!(t.limits.timeout_ms, 250);

@@ -208,8 +208,9 @@ pub(crate) fn parse_predicates(
 }
 
 /// The transforms of Sluice's standard library (`plugins/transforms`),
-/// by the names Kafka Connect gives its SMTs.
-pub const STANDARD_TRANSFORMS: [&str; 13] = [
+/// by the names Kafka Connect gives its SMTs (and Debezium its
+/// `ExtractNewRecordState`).
+pub const STANDARD_TRANSFORMS: [&str; 17] = [
     "InsertField",
     "ReplaceField",
     "MaskField",
@@ -223,11 +224,56 @@ pub const STANDARD_TRANSFORMS: [&str; 13] = [
     "InsertHeader",
     "HeaderFrom",
     "LatencyStamp",
+    "Flatten",
+    "TimestampRouter",
+    "DropHeaders",
+    "ExtractNewRecordState",
 ];
 
+/// The standard transforms that have `$Key` and `$Value` variants.
+const KEYED_TRANSFORMS: [&str; 9] = [
+    "InsertField",
+    "ReplaceField",
+    "MaskField",
+    "Cast",
+    "TimestampConverter",
+    "ExtractField",
+    "HoistField",
+    "HeaderFrom",
+    "Flatten",
+];
+
+/// Debezium's class of the one standard transform that is not Kafka Connect's.
+const DEBEZIUM_UNWRAP: &str = "io.debezium.transforms.ExtractNewRecordState";
+
+/// The classes a worker with the library offers, as `GET
+/// /connector-plugins?connectorsOnly=false` should list them: Kafka
+/// Connect's (`$Key` and `$Value` for the keyed ones), Debezium's
+/// `ExtractNewRecordState`, and Sluice's own `LatencyStamp`.
+pub fn standard_transform_classes() -> Vec<String> {
+    let mut out = Vec::new();
+    for t in STANDARD_TRANSFORMS {
+        match t {
+            "LatencyStamp" => out.push(t.to_string()),
+            "ExtractNewRecordState" => out.push(DEBEZIUM_UNWRAP.to_string()),
+            t if KEYED_TRANSFORMS.contains(&t) => {
+                for v in ["Key", "Value"] {
+                    out.push(format!("org.apache.kafka.connect.transforms.{t}${v}"));
+                }
+            }
+            t => out.push(format!("org.apache.kafka.connect.transforms.{t}")),
+        }
+    }
+    out
+}
+
 /// `org.apache.kafka.connect.transforms.InsertField$Value` (or just
-/// `InsertField$Value`) to the library's kind `InsertField$Value`.
+/// `InsertField$Value`) to the library's kind `InsertField$Value`;
+/// `io.debezium.transforms.ExtractNewRecordState` to `ExtractNewRecordState`.
 fn standard_kind(class: &str) -> Option<String> {
+    if class == DEBEZIUM_UNWRAP {
+        return Some("ExtractNewRecordState".into());
+    }
     let short = class
         .strip_prefix("org.apache.kafka.connect.transforms.")
         .or_else(|| class.strip_prefix("sluice.transforms."))
@@ -236,8 +282,15 @@ fn standard_kind(class: &str) -> Option<String> {
         Some((b, v)) => (b, Some(v)),
         None => (short, None),
     };
-    (STANDARD_TRANSFORMS.contains(&base) && matches!(variant, None | Some("Key" | "Value")))
-        .then(|| short.to_string())
+    let known = STANDARD_TRANSFORMS.contains(&base)
+        // Debezium's unwrap goes by its own class name (or the short one).
+        && (base != "ExtractNewRecordState" || short == class);
+    let variant_ok = match variant {
+        None => true,
+        Some("Key" | "Value") => KEYED_TRANSFORMS.contains(&base),
+        Some(_) => false,
+    };
+    (known && variant_ok).then(|| short.to_string())
 }
 
 impl CommonConfig {
@@ -403,4 +456,45 @@ pub(crate) fn parse_transforms(
     }
     check_listed("transforms", "transform", aliases, keys)?;
     Ok(specs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{standard_kind, standard_transform_classes};
+
+    #[test]
+    fn class_names_map_onto_the_library() {
+        let kind = |c: &str| standard_kind(c);
+        assert_eq!(
+            kind("org.apache.kafka.connect.transforms.Flatten$Value").as_deref(),
+            Some("Flatten$Value")
+        );
+        assert_eq!(
+            kind("org.apache.kafka.connect.transforms.TimestampRouter").as_deref(),
+            Some("TimestampRouter")
+        );
+        assert_eq!(kind("DropHeaders").as_deref(), Some("DropHeaders"));
+        assert_eq!(
+            kind("io.debezium.transforms.ExtractNewRecordState").as_deref(),
+            Some("ExtractNewRecordState")
+        );
+        assert_eq!(
+            kind("ExtractNewRecordState").as_deref(),
+            Some("ExtractNewRecordState")
+        );
+        // Not Kafka Connect's class, and no variants where Kafka Connect has none.
+        assert_eq!(
+            kind("org.apache.kafka.connect.transforms.ExtractNewRecordState"),
+            None
+        );
+        assert_eq!(
+            kind("org.apache.kafka.connect.transforms.TimestampRouter$Value"),
+            None
+        );
+        assert_eq!(kind("io.debezium.transforms.Flatten$Value"), None);
+        // Every class listed maps back onto the library.
+        for class in standard_transform_classes() {
+            assert!(standard_kind(&class).is_some(), "{class}");
+        }
+    }
 }

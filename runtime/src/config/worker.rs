@@ -28,6 +28,9 @@ struct WorkerKeys {
     listeners: Vec<String>,
     #[serde(rename = "plugin.path", default)]
     plugin_path: Vec<PathBuf>,
+    /// Directories `file-source` and `file-sink` may use (Sluice).
+    #[serde(rename = "file.allowed.paths", default)]
+    file_allowed_paths: Vec<PathBuf>,
     #[serde(rename = "offset.storage.file.filename", default)]
     offset_storage_file: Option<PathBuf>,
     /// The compacted topic of source offsets.
@@ -181,6 +184,8 @@ pub struct WorkerConfig {
     pub group_id: String,
     pub listeners: Vec<String>,
     pub plugin_path: Vec<PathBuf>,
+    /// `file.allowed.paths`: where the file connectors may read and write.
+    pub file_allowed_paths: sluice_connector_file::AllowedPaths,
     pub offset_storage_file: Option<PathBuf>,
     pub offsets_topic: crate::config::OffsetsTopic,
     /// `offset.flush.interval.ms`: the default `transaction.boundary.interval.ms`.
@@ -248,6 +253,16 @@ impl WorkerConfig {
             None => default_cache_dir(),
         };
         let (log_format, metrics_listener, rest_auth_health_open) = observability(&keys)?;
+        let file_allowed_paths = if keys.file_allowed_paths.is_empty() {
+            sluice_connector_file::AllowedPaths::anywhere()
+        } else {
+            sluice_connector_file::AllowedPaths::only(&keys.file_allowed_paths).map_err(|e| {
+                ConfigError::new(
+                    "file.allowed.paths",
+                    format!("{e}: each entry must be an existing directory"),
+                )
+            })?
+        };
         let slots_topic = keys
             .task_slots_topic
             .clone()
@@ -264,6 +279,7 @@ impl WorkerConfig {
             group_id: keys.group_id,
             listeners: keys.listeners,
             plugin_path: keys.plugin_path,
+            file_allowed_paths,
             offset_storage_file: keys.offset_storage_file,
             offsets_topic: crate::config::OffsetsTopic {
                 name: keys.offset_storage_topic,

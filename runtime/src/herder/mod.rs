@@ -140,12 +140,20 @@ impl Herder {
         self.worker.status(name).await
     }
 
+    /// The topics the connector has used since it was created or its
+    /// topics were last reset; in a cluster, on any worker.
     pub async fn topics(&self, name: &str) -> Option<Vec<String>> {
-        self.worker.topics(name).await
+        match &self.mode {
+            Mode::Distributed(cluster) => cluster.topics(name),
+            Mode::Standalone(_) => self.worker.topics(name).await,
+        }
     }
 
     pub async fn reset_topics(&self, name: &str) -> bool {
-        self.worker.reset_topics(name).await
+        match &self.mode {
+            Mode::Distributed(cluster) => cluster.reset_topics(name).await,
+            Mode::Standalone(_) => self.worker.reset_topics(name).await,
+        }
     }
 
     /// Writes the connectors' configs and states to the file store.
@@ -189,7 +197,7 @@ impl Herder {
         match &self.mode {
             Mode::Distributed(cluster) => cluster.delete(&self.worker, name).await,
             Mode::Standalone(_) => {
-                let deleted = self.worker.stop_connector(name).await;
+                let deleted = self.worker.delete_connector(name).await;
                 self.persist().await;
                 Ok(deleted)
             }

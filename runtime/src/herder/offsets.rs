@@ -5,6 +5,7 @@ use sluice_sdk::ConnectorType;
 
 use super::Herder;
 use crate::config::{CommonConfig, ConnectorSpec};
+use crate::kafka::GroupOffsetsError;
 use crate::plugin::Plugin;
 use crate::task;
 use crate::worker::WorkerError;
@@ -169,7 +170,10 @@ impl Herder {
     }
 
     /// PATCH or DELETE on a sink or stream: its consumer group's offsets,
-    /// and first those an exactly-once sink stores with its data.
+    /// and first those an exactly-once sink stores with its data. The
+    /// group's are changed through the Admin API, as Kafka Connect does: a
+    /// null offset (and every offset, for DELETE) is deleted, so the
+    /// partition starts where `auto.offset.reset` says.
     async fn alter_sink_offsets(
         &self,
         name: &str,
@@ -179,18 +183,34 @@ impl Herder {
         let bad = WorkerError::BadRequest;
         let topics = self.sink_topics(spec)?;
         let (clients, group) = (self.worker.clients().clone(), task::group_id(name));
-        let wanted: Vec<(String, i32, Option<i64>)> = match entries {
+        let (wanted, in_group) = match entries {
             None => {
                 let (c, g) = (clients.clone(), group.clone());
-                tokio::task::spawn_blocking(move || c.group_offsets(&g, &topics))
+                let committed = tokio::task::spawn_blocking(move || c.group_offsets(&g, &topics))
                     .await
                     .map_err(|e| bad(e.to_string()))?
-                    .map_err(|e| bad(format!("{e:#}")))?
-                    .into_iter()
-                    .map(|(t, p, _)| (t, p, None))
-                    .collect()
+                    .map_err(|e| bad(format!("{e:#}")))?;
+                // The sink forgets every partition; the group has only
+                // those it committed to delete.
+                let wanted = committed.iter().map(|(t, p, _)| (t.clone(), *p, None));
+                let in_group = committed.iter().filter(|(_, _, o)| o.is_some());
+                let in_group = in_group.map(|(t, p, _)| (t.clone(), *p, None)).collect();
+                (wanted.collect(), in_group)
             }
-            Some(entries) => sink_offset_changes(entries, &topics)?,
+            Some(entries) => {
+                let changes = sink_offset_changes(entries, &topics)?;
+                // Before anything changes (in the sink too): a partition
+                // that does not exist is the request's fault.
+                let (c, named) = (clients.clone(), changes_topics(&changes));
+                let partitions = tokio::task::spawn_blocking(move || c.partitions(&named))
+                    .await
+                    .map_err(|e| bad(e.to_string()))?
+                    .map_err(|e| {
+                        WorkerError::Conflict(format!("reading the topics' partitions: {e:#}"))
+                    })?;
+                check_partitions_exist(&changes, &partitions)?;
+                (changes.clone(), changes)
+            }
         };
         // A sink that keeps offsets with its data (exactly-once)
         // changes them first: they decide where its tasks resume.
@@ -209,12 +229,50 @@ impl Herder {
                     ))
                 })?;
         }
-        tokio::task::spawn_blocking(move || clients.set_group_offsets(&group, &wanted))
+        let g = group.clone();
+        tokio::task::spawn_blocking(move || clients.change_group_offsets(&g, &in_group))
             .await
             .map_err(|e| bad(e.to_string()))?
-            .map_err(|e| bad(format!("committing the offsets: {e:#}")))?;
+            .map_err(|e| {
+                let message = format!("changing the offsets of consumer group `{group}`: {e}");
+                tracing::warn!(connector = %name, group, error = %e, "changing a sink's offsets failed");
+                match e {
+                    GroupOffsetsError::Partition { .. } => bad(message),
+                    _ => WorkerError::Conflict(message),
+                }
+            })?;
         Ok(())
     }
+}
+
+/// The topics `changes` name, each once.
+fn changes_topics(changes: &[(String, i32, Option<i64>)]) -> Vec<String> {
+    let named: std::collections::BTreeSet<&String> = changes.iter().map(|(t, _, _)| t).collect();
+    named.into_iter().cloned().collect()
+}
+
+/// A 400 naming the first partition of `changes` that `partitions` (each
+/// topic's, from the cluster) does not have.
+fn check_partitions_exist(
+    changes: &[(String, i32, Option<i64>)],
+    partitions: &std::collections::BTreeMap<String, Vec<i32>>,
+) -> Result<(), WorkerError> {
+    for (topic, partition, _) in changes {
+        let have = partitions.get(topic).map(Vec::as_slice).unwrap_or_default();
+        if have.contains(partition) {
+            continue;
+        }
+        return Err(WorkerError::BadRequest(if have.is_empty() {
+            format!("topic `{topic}` does not exist, so it has no partition {partition}")
+        } else {
+            format!(
+                "topic `{topic}` has no partition {partition}: it has {} (0 to {})",
+                have.len(),
+                have.len() - 1
+            )
+        }));
+    }
+    Ok(())
 }
 
 /// A source's PATCH entries, `{partition, offset}`, as offset store changes
@@ -290,4 +348,26 @@ pub fn sink_offset_changes(
         out.push((topic.to_string(), partition, offset));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_partition_the_topic_lacks_is_named_in_a_bad_request() {
+        let partitions = [("t".to_string(), vec![0, 1])].into_iter().collect();
+        let change = |topic: &str, partition| vec![(topic.to_string(), partition, Some(0))];
+        assert!(check_partitions_exist(&change("t", 1), &partitions).is_ok());
+        let Err(WorkerError::BadRequest(m)) = check_partitions_exist(&change("t", 2), &partitions)
+        else {
+            panic!("a missing partition is a bad request");
+        };
+        assert_eq!(m, "topic `t` has no partition 2: it has 2 (0 to 1)");
+        let Err(WorkerError::BadRequest(m)) = check_partitions_exist(&change("u", 0), &partitions)
+        else {
+            panic!("a missing topic is a bad request");
+        };
+        assert_eq!(m, "topic `u` does not exist, so it has no partition 0");
+    }
 }

@@ -39,19 +39,21 @@ pub enum ConsumerEvent {
     Revoked(Vec<(String, i32)>),
 }
 
-/// Sets explicit start positions on assignment (the committed offset, or the
-/// beginning for a partition the group has never committed), so that
-/// `auto.offset.reset` only ever fires for an out-of-range offset, which
-/// means data was lost and is reported, never skipped.
+/// Keeps newly assigned partitions paused until the task has moved them to
+/// an explicit start position (the committed offset, or the beginning for a
+/// partition the group has never committed; see
+/// `task::consume::position_assigned`), so that `auto.offset.reset` only
+/// ever fires for an out-of-range offset, which means data was lost and is
+/// reported, never skipped. The committed offsets are read by the task, not
+/// in the assignment callback: there the read waits on the group
+/// coordinator that is waiting for the callback, and on Apache Kafka it
+/// timed out.
 pub struct TaskConsumerContext {
     pub events: tokio::sync::mpsc::UnboundedSender<ConsumerEvent>,
     pub connector: Arc<str>,
     pub task: u32,
     pub metrics: crate::metrics::Metrics,
     pub assigned: std::sync::Mutex<std::collections::BTreeSet<(String, i32)>>,
-    /// Exactly-once sinks: new partitions stay paused until the task has
-    /// moved them to the offsets stored with its data.
-    pub pause_assigned: bool,
     /// The longest a batch may take to be written (with its retries):
     /// `max.poll.interval.ms`, the rebalance timeout, covers it.
     pub longest_batch: Duration,
@@ -61,6 +63,9 @@ pub struct TaskConsumerContext {
     /// Set when the task stops: what the consumer releases then is no
     /// rebalance.
     closing: std::sync::atomic::AtomicBool,
+    /// Assigned and paused, not yet moved to their start position: nothing
+    /// resumes them but the task's positioning.
+    unpositioned: std::sync::Mutex<std::collections::BTreeSet<(String, i32)>>,
 }
 
 /// Partitions whose revocation waits for the batch in flight.
@@ -119,7 +124,16 @@ impl ConsumerContext for TaskConsumerContext {
             .collect();
         match err {
             RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS => {
-                self.set_start_positions(consumer, tpl);
+                // A placeholder start, never fetched from: the partitions
+                // stay paused until the task moves them (no committed
+                // offset is looked up, so no reset error either).
+                if let Err(e) = tpl.set_all_offsets(Offset::Beginning) {
+                    tracing::error!(connector = %self.connector, error = %e, "setting start positions failed");
+                }
+                self.unpositioned
+                    .lock()
+                    .expect("unpositioned lock")
+                    .extend(partitions.iter().cloned());
                 let result = if cooperative {
                     consumer.incremental_assign(tpl)
                 } else {
@@ -128,9 +142,7 @@ impl ConsumerContext for TaskConsumerContext {
                 if let Err(e) = result {
                     tracing::error!(connector = %self.connector, error = %e, "assigning partitions failed");
                 }
-                if self.pause_assigned
-                    && let Err(e) = consumer.pause(tpl)
-                {
+                if let Err(e) = consumer.pause(tpl) {
                     tracing::error!(connector = %self.connector, error = %e, "pausing new partitions failed");
                 }
                 if !partitions.is_empty() {
@@ -184,10 +196,10 @@ impl TaskConsumerContext {
             task,
             metrics,
             assigned: Default::default(),
-            pause_assigned: false,
             longest_batch: Duration::ZERO,
             revocations: Default::default(),
             closing: Default::default(),
+            unpositioned: Default::default(),
         }
     }
 
@@ -242,7 +254,29 @@ impl TaskConsumerContext {
             .store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
+    /// `partitions` are at their start positions: they may be resumed.
+    pub fn positioned(&self, partitions: &[(String, i32)]) {
+        let mut unpositioned = self.unpositioned.lock().expect("unpositioned lock");
+        for p in partitions {
+            unpositioned.remove(p);
+        }
+    }
+
+    /// `partitions` without those still waiting for their start position:
+    /// what a resume after a pause may resume.
+    pub fn resumable(&self, partitions: &TopicPartitionList) -> TopicPartitionList {
+        let unpositioned = self.unpositioned.lock().expect("unpositioned lock");
+        let mut out = TopicPartitionList::new();
+        for e in partitions.elements() {
+            if !unpositioned.contains(&(e.topic().to_string(), e.partition())) {
+                out.add_partition(e.topic(), e.partition());
+            }
+        }
+        out
+    }
+
     fn revoked(&self, partitions: Vec<(String, i32)>, closing: bool) {
+        self.positioned(&partitions);
         if !partitions.is_empty() {
             if closing {
                 tracing::info!(connector = %self.connector, task = self.task, released = ?partitions, "partitions released as the task stops");
@@ -252,13 +286,6 @@ impl TaskConsumerContext {
         }
         self.record_rebalance(&partitions, false, !closing);
         let _ = self.events.send(ConsumerEvent::Revoked(partitions));
-    }
-
-    /// New partitions are paused on assignment, for the task to seek and
-    /// resume them (see [`ConsumerEvent::Assigned`]).
-    pub fn pausing_assigned_partitions(mut self) -> Self {
-        self.pause_assigned = true;
-        self
     }
 
     /// Counts a rebalance (unless `count` is false: the task's own stop)
@@ -295,34 +322,5 @@ impl TaskConsumerContext {
             .assigned_partitions
             .with_label_values(&[self.connector.as_ref(), task.as_str()])
             .set(assigned.len() as i64);
-    }
-
-    fn set_start_positions(&self, consumer: &BaseConsumer<Self>, tpl: &mut TopicPartitionList) {
-        let mut committed = None;
-        for attempt in 1..=5 {
-            match consumer.committed_offsets(tpl.clone(), Duration::from_secs(10)) {
-                Ok(c) => {
-                    committed = Some(c);
-                    break;
-                }
-                Err(e) => {
-                    tracing::warn!(connector = %self.connector, attempt, error = %e, "reading committed offsets failed")
-                }
-            }
-        }
-        let Some(committed) = committed else {
-            tracing::error!(
-                connector = %self.connector,
-                "could not read committed offsets; partitions without one will report an offset-reset error instead of starting from the beginning"
-            );
-            return;
-        };
-        for e in committed.elements() {
-            let offset = match e.offset() {
-                Offset::Offset(o) if o >= 0 => Offset::Offset(o),
-                _ => Offset::Beginning,
-            };
-            let _ = tpl.set_partition_offset(e.topic(), e.partition(), offset);
-        }
     }
 }

@@ -14,6 +14,7 @@ pub mod transaction;
 
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 
+pub use admin::GroupOffsetsError;
 pub use clients::{HEARTBEAT_INTERVAL_MS, KafkaClients, SESSION_TIMEOUT_MS};
 pub use consumer_context::{ConsumerEvent, LogReaderContext, TaskConsumerContext};
 pub use embedded::{EMBEDDED_PARTITION_LIMIT_BYTES, EmbeddedBroker};

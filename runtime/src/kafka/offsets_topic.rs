@@ -27,6 +27,7 @@ impl OffsetsTopic {
                         .as_ref()
                         .map(|o| serde_json::to_vec(o).expect("JSON serialises")),
                     headers: Vec::new(),
+                    ..Default::default()
                 }
             })
             .collect()

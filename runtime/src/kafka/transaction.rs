@@ -70,7 +70,7 @@ fn classify(e: &KafkaError) -> Class {
     }
 }
 
-fn is_fencing(code: Option<RDKafkaErrorCode>) -> bool {
+pub(crate) fn is_fencing(code: Option<RDKafkaErrorCode>) -> bool {
     matches!(
         code,
         Some(

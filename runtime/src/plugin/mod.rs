@@ -37,11 +37,19 @@ pub struct Registry {
 
 impl Registry {
     pub fn builtin() -> Self {
+        Self::builtin_with(sluice_connector_file::AllowedPaths::anywhere())
+    }
+
+    /// The built-in connectors, the file connectors confined to `files`.
+    pub fn builtin_with(files: sluice_connector_file::AllowedPaths) -> Self {
+        use sluice_connector_file::{FileSinkConnector, FileSourceConnector};
         Self {
             plugins: vec![
                 Plugin::Source(Arc::new(sluice_connector_datagen::DatagenConnector)),
-                Plugin::Source(Arc::new(sluice_connector_file::FileSourceConnector)),
-                Plugin::Sink(Arc::new(sluice_connector_file::FileSinkConnector)),
+                Plugin::Source(Arc::new(FileSourceConnector {
+                    allowed: files.clone(),
+                })),
+                Plugin::Sink(Arc::new(FileSinkConnector { allowed: files })),
                 Plugin::Sink(Arc::new(sluice_connector_jdbc::JdbcSinkConnector)),
                 Plugin::Stream,
             ],
@@ -52,8 +60,9 @@ impl Registry {
     /// (a plugin whose class is already taken is skipped, with a reason).
     pub fn with_native(
         plugin_path: &[std::path::PathBuf],
+        files: sluice_connector_file::AllowedPaths,
     ) -> (Self, Vec<(std::path::PathBuf, String)>) {
-        let mut registry = Self::builtin();
+        let mut registry = Self::builtin_with(files);
         let (plugins, mut failures) = native::scan(plugin_path);
         for p in plugins {
             let class = p.info().class;

@@ -21,7 +21,7 @@ pub(super) async fn list_connectors(
         if expand.iter().any(|e| e == "status")
             && let Some(s) = herder.status(&name).await
         {
-            entry.insert("status".into(), status_json(&herder, &s));
+            entry.insert("status".into(), status_json(&herder, &s).await);
         }
         if expand.iter().any(|e| e == "info")
             && let Some(info) = info_json(&herder, &name).await
@@ -69,12 +69,13 @@ pub(super) async fn get_topics(
     Ok(Json(json!({ name: {"topics": topics} })))
 }
 
+/// 202 with no body, as Kafka Connect answers.
 pub(super) async fn reset_topics(
     State(herder): State<Arc<Herder>>,
     Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     match herder.reset_topics(&name).await {
-        true => Ok(StatusCode::NO_CONTENT),
+        true => Ok(StatusCode::ACCEPTED),
         false => Err(unknown(&name)),
     }
 }
@@ -204,9 +205,9 @@ pub(super) async fn patch_config(
 
 #[derive(serde::Deserialize)]
 pub(super) struct RestartQuery {
-    #[serde(default, rename = "includeTasks")]
+    #[serde(default, rename = "includeTasks", deserialize_with = "kafka_bool")]
     include_tasks: bool,
-    #[serde(default, rename = "onlyFailed")]
+    #[serde(default, rename = "onlyFailed", deserialize_with = "kafka_bool")]
     only_failed: bool,
 }
 
@@ -229,7 +230,8 @@ pub(super) async fn restart_connector(
         RestartOutcome::Unknown => Err(unknown(&name)),
         RestartOutcome::Restarted => Ok(StatusCode::NO_CONTENT.into_response()),
         RestartOutcome::Accepted(status) => {
-            Ok((StatusCode::ACCEPTED, Json(status_json(&herder, &status))).into_response())
+            let body = status_json(&herder, &status).await;
+            Ok((StatusCode::ACCEPTED, Json(body)).into_response())
         }
     }
 }
@@ -292,17 +294,7 @@ pub(super) async fn replay_dlq(
     // No body (no content type) is the default options; one that cannot be
     // read is an error in Kafka Connect's shape, as everywhere else.
     let body = body.map_err(body_error)?;
-    let (spec, _, _) = herder.spec(&name).await.ok_or_else(|| unknown(&name))?;
-    let topic = spec
-        .config
-        .get("errors.deadletterqueue.topic.name")
-        .filter(|t| !t.trim().is_empty())
-        .cloned()
-        .ok_or_else(|| {
-            ApiError::bad_request(format!(
-                "connector {name} has no dead-letter queue (errors.deadletterqueue.topic.name)"
-            ))
-        })?;
+    let topic = dlq_topic(&herder, &name).await?;
     let opts: crate::dlq::ReplayOptions = match body {
         // An object: serde would also take an array, its items as the
         // fields in order (`[]` a replay of everything, not a dry run).
@@ -335,6 +327,15 @@ pub(super) async fn replay_dlq(
     Ok(Json(serde_json::to_value(report).expect("serialises")))
 }
 
+/// The version of the plugin a connector runs, which Kafka Connect (4.1
+/// on) shows in the connector's and each task's status.
+pub(super) async fn plugin_version(herder: &Herder, name: &str) -> Option<&'static str> {
+    let (spec, _, _) = herder.spec(name).await?;
+    let class = spec.config.get("connector.class")?;
+    let plugin = herder.validator().registry().find(class)?;
+    Some(plugin.info().version)
+}
+
 /// A task's status; `worker_id` the worker running it (in a cluster, maybe
 /// another one).
 pub(super) fn task_json(
@@ -342,27 +343,35 @@ pub(super) fn task_json(
     status: &ConnectorStatus,
     id: u32,
     s: &TaskStatus,
+    version: Option<&str>,
 ) -> Value {
     let worker_id = status
         .task_workers
         .get(&id)
         .map_or(herder.worker_id(), String::as_str);
     let mut v = json!({"id": id, "state": s.state, "worker_id": worker_id});
+    if let Some(version) = version {
+        v["version"] = json!(version);
+    }
     if let Some(trace) = &s.trace {
         v["trace"] = Value::String(trace.clone());
     }
     v
 }
 
-pub(super) fn status_json(herder: &Herder, s: &ConnectorStatus) -> Value {
+pub(super) async fn status_json(herder: &Herder, s: &ConnectorStatus) -> Value {
+    let version = plugin_version(herder, &s.name).await;
     let mut connector = json!({"state": s.connector.state, "worker_id": herder.worker_id()});
+    if let Some(version) = version {
+        connector["version"] = json!(version);
+    }
     if let Some(trace) = &s.connector.trace {
         connector["trace"] = Value::String(trace.clone());
     }
     json!({
         "name": s.name,
         "connector": connector,
-        "tasks": s.tasks.iter().map(|(id, t)| task_json(herder, s, *id, t)).collect::<Vec<_>>(),
+        "tasks": s.tasks.iter().map(|(id, t)| task_json(herder, s, *id, t, version)).collect::<Vec<_>>(),
         "type": s.kind.as_str(),
     })
 }
@@ -372,7 +381,7 @@ pub(super) async fn get_status(
     Path(name): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let s = herder.status(&name).await.ok_or_else(|| unknown(&name))?;
-    Ok(Json(status_json(&herder, &s)))
+    Ok(Json(status_json(&herder, &s).await))
 }
 
 pub(super) async fn get_tasks(
@@ -404,5 +413,6 @@ pub(super) async fn get_task_status(
         .iter()
         .find(|(i, _)| *i == id)
         .ok_or_else(|| ApiError::not_found(format!("Task {name}-{id} not found")))?;
-    Ok(Json(task_json(&herder, &s, id, t)))
+    let version = plugin_version(&herder, &name).await;
+    Ok(Json(task_json(&herder, &s, id, t, version)))
 }

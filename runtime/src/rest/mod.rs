@@ -21,11 +21,16 @@ mod connectors;
 mod loggers;
 mod offsets;
 mod plugins;
+mod tools;
+mod ui;
 
 use connectors::*;
 use loggers::*;
 use offsets::*;
 use plugins::*;
+use tools::*;
+
+pub use plugins::as_kafka_connect_report;
 
 /// Every path the API serves, in the order the router is built from. The
 /// OpenAPI document (`docs/openapi.yaml`) is checked against this list.
@@ -47,7 +52,9 @@ pub const PATHS: &[&str] = &[
     "/connectors/{name}/offsets",
     "/connectors/{name}/topics",
     "/connectors/{name}/topics/reset",
+    "/connectors/{name}/dlq",
     "/connectors/{name}/dlq/replay",
+    "/connectors/{name}/transforms/test",
     "/connector-plugins",
     "/connector-plugins/{class}/config",
     "/connector-plugins/{class}/config/validate",
@@ -77,7 +84,9 @@ fn handlers(path: &str) -> MethodRouter<Arc<Herder>> {
         }
         "/connectors/{name}/topics" => get(get_topics),
         "/connectors/{name}/topics/reset" => put(reset_topics),
+        "/connectors/{name}/dlq" => get(inspect_dlq),
         "/connectors/{name}/dlq/replay" => post(replay_dlq),
+        "/connectors/{name}/transforms/test" => post(test_transforms),
         "/connector-plugins" => get(list_plugins),
         "/connector-plugins/{class}/config" => get(plugin_config),
         "/connector-plugins/{class}/config/validate" => put(validate_plugin_config),
@@ -87,10 +96,16 @@ fn handlers(path: &str) -> MethodRouter<Arc<Herder>> {
     }
 }
 
+/// The API's [`PATHS`], and the web console's files at `/ui` (not part of
+/// the API, nor of its OpenAPI document).
 pub fn router(herder: Arc<Herder>) -> Router {
     PATHS
         .iter()
         .fold(Router::new(), |r, path| r.route(path, handlers(path)))
+        .route("/ui", get(ui::ui_index))
+        .route("/ui/", get(ui::ui_index))
+        .route("/ui/{*path}", get(ui::ui_asset))
+        .method_not_allowed_fallback(method_not_allowed)
         .fallback(not_found)
         .with_state(herder)
 }
@@ -101,6 +116,22 @@ pub fn metrics_router(herder: Arc<Herder>) -> Router {
         .route("/metrics", get(metrics))
         .fallback(not_found)
         .with_state(herder)
+}
+
+/// A boolean query parameter as Kafka Connect reads one: `true` or `false`
+/// in any case (Python's `requests` sends `True`/`False`); anything else is
+/// a 400 here (Kafka Connect takes it as false).
+fn kafka_bool<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    let s = <String as serde::Deserialize>::deserialize(d)?;
+    if s.eq_ignore_ascii_case("true") {
+        Ok(true)
+    } else if s.eq_ignore_ascii_case("false") {
+        Ok(false)
+    } else {
+        Err(serde::de::Error::custom(format!(
+            "expected true or false, got `{s}`"
+        )))
+    }
 }
 
 /// Kafka Connect's error body.
@@ -148,13 +179,48 @@ async fn not_found() -> ApiError {
     ApiError::not_found("no such endpoint")
 }
 
+/// A method a path does not serve: 405 in Kafka Connect's error shape (the
+/// `Allow` header lists the ones it serves).
+async fn method_not_allowed() -> ApiError {
+    ApiError {
+        status: StatusCode::METHOD_NOT_ALLOWED,
+        message: "HTTP 405 Method Not Allowed".into(),
+    }
+}
+
 async fn root(State(herder): State<Arc<Herder>>) -> Json<Value> {
     Json(json!({
         "version": env!("CARGO_PKG_VERSION"),
         "commit": option_env!("SLUICE_GIT_COMMIT").unwrap_or("unknown"),
-        "kafka_cluster_id": Value::Null,
+        "kafka_cluster_id": kafka_cluster_id(&herder).await,
         "worker_id": herder.worker_id(),
     }))
+}
+
+/// The id of the Kafka cluster the worker uses, as Kafka Connect shows it
+/// at `/`: asked of the brokers once (per bootstrap servers), or null while
+/// they cannot be reached.
+async fn kafka_cluster_id(herder: &Herder) -> Option<String> {
+    static IDS: std::sync::Mutex<std::collections::BTreeMap<String, String>> =
+        std::sync::Mutex::new(std::collections::BTreeMap::new());
+    let bootstrap = herder.clients().bootstrap_servers().to_string();
+    if let Some(id) = IDS.lock().expect("cluster ids lock").get(&bootstrap) {
+        return Some(id.clone());
+    }
+    let clients = herder.clients().clone();
+    let id = tokio::task::spawn_blocking(move || {
+        use rdkafka::consumer::Consumer;
+        let consumer = clients.tool_consumer("sluice-cluster-id").ok()?;
+        consumer
+            .client()
+            .fetch_cluster_id(std::time::Duration::from_secs(2))
+    })
+    .await
+    .ok()??;
+    IDS.lock()
+        .expect("cluster ids lock")
+        .insert(bootstrap, id.clone());
+    Some(id)
 }
 
 /// Kafka Connect's health check: 503 until the worker has restored and

@@ -26,12 +26,10 @@ pub fn group_id(connector: &str) -> String {
 }
 
 /// The task's consumer in its connector's group (`connect-<connector>`),
-/// and the rebalances it reports. `pause_assigned`: exactly-once sinks keep
-/// new partitions paused until they are moved to the offsets stored with
-/// the data.
+/// and the rebalances it reports. New partitions stay paused until
+/// [`position_assigned`] has moved them to where they start.
 pub(crate) fn task_consumer(
     env: &TaskEnv,
-    pause_assigned: bool,
 ) -> Result<(Arc<TaskConsumer>, UnboundedReceiver<ConsumerEvent>), ConnectError> {
     let (events_tx, events_rx) = tokio::sync::mpsc::unbounded_channel();
     let mut context = TaskConsumerContext::new(
@@ -40,9 +38,6 @@ pub(crate) fn task_consumer(
         env.task_id,
         env.metrics.clone(),
     );
-    if pause_assigned {
-        context = context.pausing_assigned_partitions();
-    }
     context = context.with_longest_batch(longest_batch(&env.common));
     let consumer = env
         .clients
@@ -54,6 +49,99 @@ pub(crate) fn task_consumer(
         )
         .map_err(|e| ConnectError::fatal("creating the Kafka consumer").with_source(e))?;
     Ok((Arc::new(consumer), events_rx))
+}
+
+/// Moves newly assigned partitions (paused by the assignment callback) to
+/// the group's committed offset, or the beginning where the group has
+/// none, and resumes those the task still owns, unless `resume` is false:
+/// an exactly-once sink moves them on to the offsets stored with its data
+/// first. A committed-offset read that fails is retried with backoff until
+/// it succeeds or the task stops (returns false then).
+pub(crate) async fn position_assigned(
+    env: &TaskEnv,
+    consumer: &Arc<TaskConsumer>,
+    partitions: &[(String, i32)],
+    resume: bool,
+) -> Result<bool, ConnectError> {
+    let mut tpl = TopicPartitionList::new();
+    for (topic, partition) in partitions {
+        tpl.add_partition(topic, *partition);
+    }
+    let mut attempt = 0;
+    let committed = loop {
+        attempt += 1;
+        let (c, query) = (consumer.clone(), tpl.clone());
+        let read = tokio::task::spawn_blocking(move || {
+            c.committed_offsets(query, Duration::from_secs(10))
+        });
+        let result = tokio::select! {
+            _ = env.cancel.cancelled() => return Ok(false),
+            r = read => r.map_err(|e| ConnectError::fatal(format!("reading committed offsets: {e}")))?,
+        };
+        match result {
+            Ok(committed) => break committed,
+            Err(e) => {
+                let delay = crate::config::backoff(attempt, Duration::from_secs(10));
+                tracing::warn!(connector = %env.connector, task = env.task_id, attempt, error = %e, retry_in_ms = delay.as_millis() as u64, "reading the group's committed offsets failed; the new partitions wait, paused");
+                tokio::select! {
+                    _ = env.cancel.cancelled() => return Ok(false),
+                    _ = tokio::time::sleep(delay) => {}
+                }
+            }
+        }
+    };
+    let c = consumer.clone();
+    let to_position = partitions.to_vec();
+    tokio::task::spawn_blocking(move || -> Result<(), rdkafka::error::KafkaError> {
+        // A partition revoked meanwhile is its new owner's to position.
+        let owned = c.assignment()?;
+        let mut seek = TopicPartitionList::new();
+        for e in committed.elements() {
+            if owned.find_partition(e.topic(), e.partition()).is_none() {
+                continue;
+            }
+            // Never committed: from the beginning, as Kafka Connect.
+            let start = match e.offset() {
+                Offset::Offset(o) if o >= 0 => Offset::Offset(o),
+                _ => Offset::Beginning,
+            };
+            seek.add_partition_offset(e.topic(), e.partition(), start)?;
+        }
+        if seek.count() > 0 {
+            let done = c.seek_partitions(seek.clone(), Duration::from_secs(30))?;
+            if let Some(e) = done.elements().iter().find_map(|e| e.error().err()) {
+                return Err(e);
+            }
+        }
+        c.context().positioned(&to_position);
+        if resume {
+            let owned = c.assignment()?;
+            let mut ours = TopicPartitionList::new();
+            for e in seek.elements() {
+                if owned.find_partition(e.topic(), e.partition()).is_some() {
+                    ours.add_partition(e.topic(), e.partition());
+                }
+            }
+            c.resume(&ours)?;
+        }
+        Ok(())
+    })
+    .await
+    .map_err(|e| ConnectError::fatal(format!("positioning thread failed: {e}")))?
+    .map_err(|e| {
+        ConnectError::retriable("moving new partitions to their committed offsets").with_source(e)
+    })?;
+    tracing::info!(
+        connector = %env.connector,
+        task = env.task_id,
+        positions = ?committed_summary(partitions),
+        "new partitions start from the group's committed offsets"
+    );
+    Ok(true)
+}
+
+fn committed_summary(partitions: &[(String, i32)]) -> Vec<String> {
+    partitions.iter().map(|(t, p)| format!("{t}-{p}")).collect()
 }
 
 /// Subscribes the task's consumer to the connector's `topics`.
@@ -141,7 +229,7 @@ pub(crate) async fn pause_consumer(env: &mut TaskEnv, consumer: &Arc<TaskConsume
         }
     }
     if let Ok(assignment) = consumer.assignment() {
-        let _ = consumer.resume(&assignment);
+        let _ = consumer.resume(&consumer.context().resumable(&assignment));
     }
     env.status.set(crate::task::State::Running, None);
     tracing::info!("resumed");
@@ -336,6 +424,7 @@ pub(crate) fn to_record(m: &BorrowedMessage<'_>) -> Consumed {
             key: m.key().map(<[u8]>::to_vec),
             value: m.payload().map(<[u8]>::to_vec),
             headers,
+            ..Default::default()
         },
         header_error,
     }

@@ -9,6 +9,7 @@ mod produce;
 pub mod sink;
 pub mod source;
 mod stages;
+pub use stages::Envelopes;
 pub mod stream;
 
 use std::sync::{Arc, Mutex};
@@ -194,6 +195,8 @@ pub struct TaskEnv {
     /// restart): its consumer then leaves the group at once instead of
     /// keeping its static membership for a successor.
     pub leave_group: Arc<std::sync::atomic::AtomicBool>,
+    /// The converters with `schemas.enable=true` (`Envelopes::new`).
+    pub envelopes: Envelopes,
 }
 
 impl TaskEnv {

@@ -43,7 +43,7 @@ pub async fn run(
             env.common.connector_class
         )));
     }
-    let (consumer, mut events_rx) = task_consumer(&env, exactly_once)?;
+    let (consumer, mut events_rx) = task_consumer(&env)?;
     subscribe(&env, &consumer)?;
     // However the task ends (even dropped mid-batch when aborted), nothing
     // is held once it does: a revocation that waited, or the consumer's
@@ -85,11 +85,17 @@ async fn run_loop(
                 assigned.extend(partitions);
             }
         }
-        if guarantee == DeliveryGuarantee::ExactlyOnce && !assigned.is_empty() {
-            match restore_positions(env, task, consumer, errors, assigned).await {
-                Ok(()) => {}
-                Err(_) if env.cancel.is_cancelled() => return Ok(()),
-                Err(e) => return Err(e),
+        if !assigned.is_empty() {
+            let exactly_once = guarantee == DeliveryGuarantee::ExactlyOnce;
+            if !position_assigned(env, consumer, &assigned, !exactly_once).await? {
+                return Ok(());
+            }
+            if exactly_once {
+                match restore_positions(env, task, consumer, errors, assigned).await {
+                    Ok(()) => {}
+                    Err(_) if env.cancel.is_cancelled() => return Ok(()),
+                    Err(e) => return Err(e),
+                }
             }
         }
         if env.is_paused() && !pause_consumer(env, consumer).await {
@@ -197,6 +203,7 @@ async fn write_with_backpressure<R>(
                 resume.add_partition(e.topic(), e.partition());
             }
         }
+        let resume = consumer.context().resumable(&resume);
         if let Err(e) = consumer.resume(&resume) {
             tracing::warn!(error = %e, "resuming partitions after backpressure failed");
         }
@@ -244,8 +251,18 @@ async fn write_batch(
         .map(|(tp, &(_, next))| (tp.clone(), next))
         .collect();
 
-    let inputs = check_converters(env, errors, batch).await?;
-    let outputs = transform_all(env, errors, &inputs).await?;
+    let converted = check_converters(env, errors, batch).await?;
+    let inputs = &converted.inputs;
+    let outputs = transform_all(env, errors, inputs, converted.chain_inputs()).await?;
+    let outputs = schema_outputs(
+        env,
+        errors,
+        inputs,
+        converted.chain_inputs(),
+        outputs,
+        false,
+    )
+    .await?;
     let written = outputs.len();
     // End-to-end latency of what is about to be written, observed once
     // it is.
@@ -268,7 +285,7 @@ async fn write_batch(
                     next,
                 })
                 .collect();
-            match put_exactly_once(task, errors, &class, &inputs, &outputs, &offsets).await {
+            match put_exactly_once(task, errors, &class, inputs, &outputs, &offsets).await {
                 Ok(written) => written,
                 // Stopping: nothing of the batch is committed; it is read again.
                 Err(_) if env.cancel.is_cancelled() => return Ok(BatchEnd::Stop),
@@ -289,7 +306,7 @@ async fn write_batch(
             let mut dead = BTreeSet::new();
             if !outputs.is_empty()
                 && let Err(e) =
-                    put_isolating(task, errors, &class, &inputs, &outputs, &mut dead, false).await
+                    put_isolating(task, errors, &class, inputs, &outputs, &mut dead, false).await
             {
                 if env.cancel.is_cancelled() {
                     // Stopping: the batch is not committed and is read again.

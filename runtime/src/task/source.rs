@@ -15,7 +15,7 @@ use sluice_sdk::{ConnectError, ErrorKind, Record, SourceOffsets, SourceTask};
 
 use super::TaskEnv;
 use super::produce::produce_batch;
-use super::stages::transform_all;
+use super::stages::{schema_outputs, transform_all};
 use crate::config::{DeliveryGuarantee, TransactionBoundary};
 use crate::errors::{ErrorHandler, Failure, Retry, Stage, retry_infrastructure};
 use crate::kafka::transaction::{TransactionalProducer, TxnFailure};
@@ -161,7 +161,9 @@ async fn poll_batch(
         );
     }
     let inputs: Vec<Record> = batch.iter().map(|r| r.to_record()).collect();
-    let mut outputs = transform_all(env, errors, &inputs).await?;
+    let outputs = transform_all(env, errors, &inputs, &inputs).await?;
+    // With schemas, keys and values are written as envelopes.
+    let mut outputs = schema_outputs(env, errors, &inputs, &inputs, outputs, true).await?;
     // Stamp the time the record entered the pipeline, unless a transform
     // or the source already did, for end-to-end latency at the sinks.
     let now = chrono::Utc::now().timestamp_millis().to_be_bytes().to_vec();

@@ -18,10 +18,10 @@ use sluice_sdk::{ConnectError, ErrorKind, Record};
 use super::TaskEnv;
 use super::consume::{
     Consumed, ReleaseOnDrop, TaskConsumer, close_consumer, commit, commit_before_writing,
-    next_batch, pause_consumer, release_revocations, subscribe, task_consumer,
+    next_batch, pause_consumer, position_assigned, release_revocations, subscribe, task_consumer,
 };
 use super::produce::produce_batch;
-use super::stages::{check_converters, transform_all};
+use super::stages::{check_converters, schema_outputs, transform_all};
 use crate::config::{DeliveryGuarantee, StreamConfig};
 use crate::errors::{ErrorHandler, Failure, Retry, Stage};
 use crate::kafka::transaction::{TransactionalProducer, TxnFailure};
@@ -32,7 +32,7 @@ pub async fn run(
     config: StreamConfig,
     errors: ErrorHandler,
 ) -> Result<(), ConnectError> {
-    let (consumer, mut events_rx) = task_consumer(&env, false)?;
+    let (consumer, mut events_rx) = task_consumer(&env)?;
     let mut output = match env.common.delivery_guarantee {
         DeliveryGuarantee::ExactlyOnce => {
             Output::Transactional(Box::new(env.transactional_producer().await?))
@@ -77,8 +77,15 @@ async fn run_loop(
     // Consecutive aborted transactions share one retry budget.
     let mut abort_retrier = None;
     loop {
+        let mut assigned = Vec::new();
         while let Ok(event) = events.try_recv() {
             tracing::debug!(?event, "rebalance");
+            if let crate::kafka::ConsumerEvent::Assigned(partitions) = event {
+                assigned.extend(partitions);
+            }
+        }
+        if !assigned.is_empty() && !position_assigned(env, consumer, &assigned, true).await? {
+            return Ok(());
         }
         if env.is_paused() && !pause_consumer(env, consumer).await {
             return Ok(());
@@ -96,8 +103,11 @@ async fn run_loop(
         env.observe_batch(batch.len());
         env.note_topics(batch.iter().map(|r| r.topic.as_str()));
         let (first, next) = batch_bounds(&batch);
-        let inputs = check_converters(env, errors, batch).await?;
-        let mut outputs = transform_all(env, errors, &inputs).await?;
+        let converted = check_converters(env, errors, batch).await?;
+        let inputs = &converted.inputs;
+        let outputs = transform_all(env, errors, inputs, converted.chain_inputs()).await?;
+        let mut outputs =
+            schema_outputs(env, errors, inputs, converted.chain_inputs(), outputs, true).await?;
         for (_, r) in &mut outputs {
             r.topic = config.route(&r.topic);
             r.partition = -1;
@@ -107,7 +117,7 @@ async fn run_loop(
         let produced = match output {
             Output::Plain(producer) => {
                 let written =
-                    write_plain(env, consumer, producer, errors, &inputs, outputs, &next).await?;
+                    write_plain(env, consumer, producer, errors, inputs, outputs, &next).await?;
                 let Some(n) = written else {
                     return Ok(());
                 };
@@ -118,7 +128,7 @@ async fn run_loop(
                     consumer,
                     txn,
                     errors,
-                    &inputs,
+                    inputs,
                     outputs,
                     &next,
                     &mut dead_lettered,

@@ -82,6 +82,11 @@ fn bytes_of(v: &Value, what: &str) -> Result<Option<Vec<u8>>, String> {
 
 fn parse_record(line: &str) -> Result<Record, String> {
     let v: Value = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
+    record_from_json(&v)
+}
+
+/// One sample record from its JSON object (the shape of an input line).
+pub fn record_from_json(v: &Value) -> Result<Record, String> {
     let Value::Object(o) = v else {
         return Err("not a JSON object".into());
     };
@@ -147,6 +152,7 @@ fn parse_record(line: &str) -> Result<Record, String> {
         key: bytes_of(o.get("key").unwrap_or(&Value::Null), "key")?,
         value: bytes_of(o.get("value").unwrap_or(&Value::Null), "value")?,
         headers,
+        ..Default::default()
     })
 }
 

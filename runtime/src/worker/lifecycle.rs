@@ -82,7 +82,7 @@ impl Worker {
         };
         let (chain, _) = tokio::sync::watch::channel(v.chain.clone());
         let (paused, _) = tokio::sync::watch::channel(target == TargetState::Paused);
-        let topics: Arc<std::sync::Mutex<std::collections::BTreeSet<String>>> = Arc::default();
+        let topics = self.active_topics.of(&name);
         let mut tasks = Vec::with_capacity(task_configs.len());
         let mut remote = Vec::new();
         for (id, config) in task_configs.into_iter().enumerate() {
@@ -313,6 +313,14 @@ impl Worker {
         .await;
         tracing::info!(connector = %name, "connector stopped");
         Ok(true)
+    }
+
+    /// Stops a deleted connector and forgets what it kept across restarts
+    /// (its topics).
+    pub async fn delete_connector(&self, name: &str) -> bool {
+        let deleted = self.stop_connector(name).await;
+        self.active_topics.remove(name);
+        deleted
     }
 
     /// Stops a connector's tasks cleanly and forgets it.

@@ -4,6 +4,9 @@
 mod lifecycle;
 mod restart;
 mod tasks;
+mod topics;
+
+pub use topics::ActiveTopics;
 
 use std::collections::BTreeMap;
 use std::panic::AssertUnwindSafe;
@@ -69,8 +72,9 @@ struct ConnectorRuntime {
     paused: tokio::sync::watch::Sender<bool>,
     /// STOPPED: no tasks, the config kept (offsets may be changed).
     stopped: bool,
-    /// Topics the connector has used since creation or the last reset.
-    topics: Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>,
+    /// Topics the connector has used since creation or the last reset (its
+    /// entry in [`Worker::active_topics`]).
+    topics: topics::TopicSet,
     /// The connector is being restarted (status: RESTARTING).
     restarting: bool,
     /// Tasks stopping for a restart, still shown in status and info.
@@ -84,7 +88,7 @@ struct ConnectorRuntime {
 struct SharedWithTasks {
     chain: tokio::sync::watch::Receiver<CompiledChain>,
     paused: tokio::sync::watch::Receiver<bool>,
-    topics: Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>,
+    topics: topics::TopicSet,
 }
 
 impl ConnectorRuntime {
@@ -213,6 +217,8 @@ pub struct Worker {
     starting: std::sync::atomic::AtomicBool,
     /// Distributed mode: which tasks this worker runs.
     placement: std::sync::OnceLock<Arc<dyn TaskPlacement>>,
+    /// The topics each connector has used, across its restarts.
+    active_topics: Arc<ActiveTopics>,
 }
 
 pub struct WorkerOptions {
@@ -221,6 +227,8 @@ pub struct WorkerOptions {
     pub providers: crate::providers::ConfigProviders,
     /// Directories of native connector plugins (`plugin.path`).
     pub plugin_path: Vec<std::path::PathBuf>,
+    /// Where the file connectors may read and write (`file.allowed.paths`).
+    pub file_allowed_paths: sluice_connector_file::AllowedPaths,
     pub transforms_library: Option<std::path::PathBuf>,
     pub wasm_cache_dir: Option<std::path::PathBuf>,
     pub clients: KafkaClients,
@@ -236,6 +244,7 @@ impl Worker {
             id: options.id,
             validator: Validator::build(
                 &options.plugin_path,
+                options.file_allowed_paths,
                 options.wasm_cache_dir,
                 options.providers,
                 options.transforms_library,
@@ -251,6 +260,7 @@ impl Worker {
             auto_restarts: std::sync::Mutex::new(std::collections::HashMap::new()),
             starting: std::sync::atomic::AtomicBool::new(false),
             placement: std::sync::OnceLock::new(),
+            active_topics: Arc::default(),
         })
     }
 
@@ -346,28 +356,27 @@ impl Worker {
             })
     }
 
-    /// Topics the connector has used (`GET /connectors/{name}/topics`).
+    /// Topics the connector's tasks on this worker have used
+    /// (`GET /connectors/{name}/topics`; in a cluster, the herder adds
+    /// those of other workers' tasks).
     pub async fn topics(&self, name: &str) -> Option<Vec<String>> {
-        let connectors = self.connectors.read().await;
-        let c = connectors.get(name)?;
-        Some(
-            c.topics
-                .lock()
-                .expect("topics lock")
-                .iter()
-                .cloned()
-                .collect(),
-        )
+        self.connectors.read().await.get(name)?;
+        Some(self.active_topics.list(name))
     }
 
+    /// Forgets the connector's topics here; `false` if it is unknown.
     pub async fn reset_topics(&self, name: &str) -> bool {
-        match self.connectors.read().await.get(name) {
-            Some(c) => {
-                c.topics.lock().expect("topics lock").clear();
-                true
-            }
-            None => false,
+        if !self.connectors.read().await.contains_key(name) {
+            return false;
         }
+        self.active_topics.clear(name);
+        true
+    }
+
+    /// Every connector's topics, shared with the cluster, which publishes
+    /// them and forgets those reset elsewhere.
+    pub fn active_topics(&self) -> &Arc<ActiveTopics> {
+        &self.active_topics
     }
 
     pub async fn is_stopped(&self, name: &str) -> Option<bool> {

@@ -105,6 +105,7 @@ impl Worker {
             status: status.clone(),
             active_topics: shared.topics,
             leave_group: leave_group.clone(),
+            envelopes: task::Envelopes::new(&v.common),
         };
         let errors = ErrorHandler::new(
             v.common.errors.clone(),
@@ -123,7 +124,10 @@ impl Worker {
         );
         TaskRuntime {
             id,
-            join: tokio::spawn(supervised(body, status.clone()).instrument(span)),
+            join: tokio::spawn(
+                supervised(body, status.clone(), crate::config::Secrets::of(&config))
+                    .instrument(span),
+            ),
             status,
             cancel,
             leave_group,
@@ -169,6 +173,8 @@ async fn run_task(
     let context = TaskContext {
         connector: env.connector.to_string(),
         task_id: env.task_id,
+        key_schemas: env.common.key_schemas.is_some(),
+        value_schemas: env.common.value_schemas.is_some(),
     };
     let chain = env.chain_updates.borrow_and_update().clone();
     if !chain.is_empty() {
@@ -211,16 +217,19 @@ async fn run_task(
 async fn supervised(
     body: impl std::future::Future<Output = Result<(), sluice_sdk::ConnectError>>,
     status: StatusCell,
+    secrets: crate::config::Secrets,
 ) {
     match AssertUnwindSafe(body).catch_unwind().await {
         Ok(Ok(())) => tracing::info!("task stopped"),
         Ok(Err(e)) => {
-            let trace = e.full_message();
+            // The trace is shown by the API and logged: a secret the
+            // error quotes is hidden.
+            let trace = secrets.hide(&e.full_message());
             tracing::error!(kind = %e.kind, error = %trace, "task failed");
             status.set(State::Failed, Some(trace));
         }
         Err(panic) => {
-            let message = sluice_sdk::panic_message(panic.as_ref());
+            let message = secrets.hide(&sluice_sdk::panic_message(panic.as_ref()));
             tracing::error!(panic = %message, "task panicked");
             status.set(State::Failed, Some(format!("task panicked: {message}")));
         }

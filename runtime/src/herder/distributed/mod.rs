@@ -34,7 +34,7 @@ use serde_json::{Value, json};
 use crate::config::{ConnectorSpec, DistributedTopics};
 use crate::kafka::KafkaClients;
 use crate::task::{State, TaskStatus};
-use crate::worker::{TargetState, TaskPlacement, Updated, Worker, WorkerError};
+use crate::worker::{ActiveTopics, TargetState, TaskPlacement, Updated, Worker, WorkerError};
 use records::{ConfigKey, StatusKey};
 
 /// How long a REST change waits for this worker to apply its record.
@@ -70,6 +70,8 @@ struct View {
     slot_owners: BTreeMap<u32, String>,
     worker_slots: BTreeMap<String, Vec<u32>>,
     statuses: HashMap<(String, u32), (TaskStatus, String)>,
+    /// The topics each connector's tasks have used, on any worker.
+    topics: HashMap<String, BTreeSet<String>>,
     /// When slot holders or placements last changed, until the tasks were
     /// evened out after it.
     unsettled_since: Option<std::time::Instant>,
@@ -115,6 +117,9 @@ pub struct Cluster {
     deferred: std::sync::Mutex<HashMap<(String, u32), std::time::Instant>>,
     /// Longest a task waits for its previous worker to report it stopped.
     handover_timeout: Duration,
+    /// The topics this worker's tasks have used (the worker's own), which
+    /// it publishes; a reset seen in the status topic forgets them here.
+    active_topics: Arc<ActiveTopics>,
 }
 
 /// A slot assignment change, from librdkafka's rebalance callback.
@@ -246,6 +251,7 @@ impl Cluster {
             stop: Arc::new(AtomicBool::new(false)),
             deferred: Default::default(),
             handover_timeout: shutdown_timeout + Duration::from_secs(10),
+            active_topics: worker.active_topics().clone(),
         });
         worker.share_tasks(cluster.clone());
 
@@ -511,8 +517,9 @@ impl Cluster {
             view.placements.remove(name);
             view.targets.remove(name);
             view.statuses.retain(|(c, _), _| c != name);
+            view.topics.remove(name);
         }
-        worker.stop_connector(name).await;
+        worker.delete_connector(name).await;
         tracing::info!(connector = %name, "connector deleted");
     }
 
@@ -615,6 +622,20 @@ impl Cluster {
             (StatusKey::Task(connector, task), None) => {
                 view.statuses.remove(&(connector.to_string(), task));
             }
+            (StatusKey::Topic { topic, connector }, Some(_)) => {
+                view.topics
+                    .entry(connector.to_string())
+                    .or_default()
+                    .insert(topic.to_string());
+            }
+            (StatusKey::Topic { topic, connector }, None) => {
+                if let Some(topics) = view.topics.get_mut(connector) {
+                    topics.remove(topic);
+                }
+                // Reset (or deleted) on some worker: this worker's tasks
+                // record the topic again when they next use it.
+                self.active_topics.forget(connector, topic);
+            }
             (StatusKey::Worker(worker), claim) => {
                 let slots: Vec<u32> = claim
                     .and_then(|v| {
@@ -696,7 +717,9 @@ impl Cluster {
     /// Publishes the status of this worker's tasks whenever it changes.
     async fn publish_statuses(self: Arc<Self>, worker: Arc<Worker>) {
         let mut published: HashMap<(String, u32), (State, Option<String>)> = HashMap::new();
+        let mut published_topics: BTreeSet<(String, String)> = BTreeSet::new();
         while !self.stop.load(Ordering::Relaxed) {
+            self.publish_topics(&mut published_topics).await;
             let local = worker.local_task_statuses().await;
             let running: BTreeSet<(String, u32)> =
                 local.iter().map(|(c, t, _)| (c.clone(), *t)).collect();
@@ -727,6 +750,77 @@ impl Cluster {
                 }
             }
             tokio::time::sleep(STATUS_INTERVAL).await;
+        }
+    }
+
+    /// Publishes the topics this worker's tasks used that the status topic
+    /// does not hold yet, as Kafka Connect records a topic on a task's
+    /// first record of it.
+    async fn publish_topics(&self, published: &mut BTreeSet<(String, String)>) {
+        let used: BTreeSet<(String, String)> = self.active_topics.all().into_iter().collect();
+        // A topic forgotten (reset) is published again once used again.
+        published.retain(|k| used.contains(k));
+        for (connector, topic) in used {
+            if published.contains(&(connector.clone(), topic.clone())) {
+                continue;
+            }
+            let known = self
+                .view
+                .lock()
+                .expect("view lock")
+                .topics
+                .get(&connector)
+                .is_some_and(|t| t.contains(&topic));
+            let value = json!({"topic": {
+                "name": topic,
+                "connector": connector,
+                "discoverTimestamp": std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_millis() as u64),
+            }});
+            if known
+                || self
+                    .publish_status(&records::topic_status_key(&topic, &connector), value)
+                    .await
+            {
+                published.insert((connector, topic));
+            }
+        }
+    }
+
+    /// The topics a connector's tasks have used, on every worker
+    /// (`GET /connectors/{name}/topics`); `None` if the cluster has no such
+    /// connector. Asked of the cluster's view, not of this worker's running
+    /// connectors: one restarting for a config update is briefly not there.
+    pub fn topics(&self, name: &str) -> Option<Vec<String>> {
+        let mut topics: BTreeSet<String> = {
+            let view = self.view.lock().expect("view lock");
+            if !view.placements.contains_key(name) {
+                return None;
+            }
+            view.topics.get(name).cloned().unwrap_or_default()
+        };
+        // This worker's newest, before the status topic has them.
+        topics.extend(self.active_topics.list(name));
+        Some(topics.into_iter().collect())
+    }
+
+    /// `PUT /connectors/{name}/topics/reset` in a cluster: the topic records
+    /// are deleted from the status topic, and every worker forgets them as
+    /// it reads the tombstones. `false` if the connector is unknown.
+    pub async fn reset_topics(&self, name: &str) -> bool {
+        if self.topics(name).is_none() {
+            return false;
+        }
+        self.forget_topics(name).await;
+        self.active_topics.clear(name);
+        true
+    }
+
+    async fn forget_topics(&self, name: &str) {
+        for topic in self.topics(name).unwrap_or_default() {
+            self.publish_tombstone(&records::topic_status_key(&topic, name))
+                .await;
         }
     }
 
@@ -959,6 +1053,9 @@ impl Cluster {
                 None => return Ok(false),
             },
         };
+        // Kafka Connect forgets a deleted connector's topics too: one made
+        // again under the name starts with none.
+        self.forget_topics(name).await;
         let offset = self.write(&records::connector_key(name), None).await?;
         self.write(&records::target_state_key(name), None).await?;
         self.applied(offset).await?;

@@ -46,6 +46,10 @@ pub enum StatusKey<'a> {
     Task(&'a str, u32),
     /// `worker-<id>`: `{"slots": [..]}`, the task slots the worker holds.
     Worker(&'a str),
+    /// `topic-<topic>-connector-<connector>` (Kafka Connect's key): a topic
+    /// the connector has used, `{"topic": {"name", "connector", "task",
+    /// "discoverTimestamp"}}`, until its topics are reset.
+    Topic { topic: &'a str, connector: &'a str },
 }
 
 pub fn task_status_key(connector: &str, task: u32) -> String {
@@ -56,7 +60,17 @@ pub fn worker_key(worker: &str) -> String {
     format!("worker-{worker}")
 }
 
+pub fn topic_status_key(topic: &str, connector: &str) -> String {
+    format!("topic-{topic}-connector-{connector}")
+}
+
 pub fn parse_status_key(key: &str) -> Option<StatusKey<'_>> {
+    if let Some(rest) = key.strip_prefix("topic-") {
+        // Kafka topic names have no `-connector-` of their own only by
+        // convention; as Kafka Connect does, the first one separates.
+        let (topic, connector) = rest.split_once("-connector-")?;
+        return Some(StatusKey::Topic { topic, connector });
+    }
     if let Some(rest) = key.strip_prefix("status-task-") {
         let (connector, id) = rest.rsplit_once('-')?;
         return Some(StatusKey::Task(connector, id.parse().ok()?));
@@ -318,6 +332,14 @@ mod tests {
             Some(StatusKey::Worker("10.0.0.1:8083"))
         );
         assert_eq!(parse_status_key("status-task-nonumber"), None);
+        assert_eq!(
+            parse_status_key(&topic_status_key("shop.orders-v2", "orders-sink")),
+            Some(StatusKey::Topic {
+                topic: "shop.orders-v2",
+                connector: "orders-sink"
+            })
+        );
+        assert_eq!(parse_status_key("topic-no-separator"), None);
         assert_eq!(parse_state("PAUSED"), Some(State::Paused));
     }
 

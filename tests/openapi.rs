@@ -692,9 +692,22 @@ async fn the_answers_match_the_spec() {
         Some(json!({"name": "v", "rate": "fast"})),
     )
     .await;
+    // Every key at fault is reported, as Kafka Connect does: the missing
+    // `topic` and the `rate` that is not a number.
+    let at_fault: Vec<&str> = bad["configs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| {
+            c["value"]["errors"]
+                .as_array()
+                .is_some_and(|e| !e.is_empty())
+        })
+        .filter_map(|c| c["value"]["name"].as_str())
+        .collect();
     assert_eq!(
-        (s.as_u16(), bad["error_count"].as_u64()),
-        (200, Some(1)),
+        (s.as_u16(), bad["error_count"].as_u64(), at_fault),
+        (200, Some(2), vec!["topic", "rate"]),
         "{bad}"
     );
 

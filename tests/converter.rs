@@ -251,7 +251,7 @@ async fn a_jdbc_sink_reads_envelopes_into_typed_columns() {
     }}))
     .await;
     let select = format!(
-        r#"SELECT order_id::text, status, amount::text, placed::text, tags FROM "{table}" ORDER BY order_id"#
+        r#"SELECT order_id::text, status, amount::text, (placed AT TIME ZONE 'UTC')::text, tags::text FROM "{table}" ORDER BY order_id"#
     );
     let rows = fixtures::eventually(Duration::from_secs(120), "rows in PostgreSQL", || {
         let (url, select, table) = (url.clone(), select.clone(), table.clone());
@@ -264,8 +264,8 @@ async fn a_jdbc_sink_reads_envelopes_into_typed_columns() {
         }
     })
     .await;
-    // Every digit of the Decimal, the Timestamp as a timestamp, the array
-    // as its JSON.
+    // Every digit of the Decimal, the Timestamp as an instant
+    // (TIMESTAMPTZ), the array as JSONB.
     assert_eq!(
         rows,
         vec![
@@ -292,8 +292,8 @@ async fn a_jdbc_sink_reads_envelopes_into_typed_columns() {
             vec!["order_id", "bigint", "NO"],
             vec!["status", "text", "NO"],
             vec!["amount", "numeric", "NO"],
-            vec!["placed", "timestamp without time zone", "NO"],
-            vec!["tags", "text", "YES"],
+            vec!["placed", "timestamp with time zone", "NO"],
+            vec!["tags", "jsonb", "YES"],
         ]
     );
     fixtures::db_exec(&url, &format!(r#"DROP TABLE IF EXISTS "{table}""#)).await;

@@ -734,6 +734,7 @@ async fn columns_from_schemas(db: &Db) {
         ("small", Schema::int16().optional()),
         ("blob", Schema::bytes().optional()),
         ("note", Schema::string().optional()),
+        ("tags", Schema::array(Schema::string()).optional()),
     ]));
     let typed = |offset: i64, value: &str, schema: &Arc<Schema>| Record {
         value_schema: Some(schema.clone()),
@@ -751,7 +752,7 @@ async fn columns_from_schemas(db: &Db) {
         .await;
     sink.put(vec![typed(
         0,
-        r#"{"id":1,"amount":12345678901234567890.12,"day":1704067200000,"at":1704067200123,"t":49500250,"ok":true,"ratio":0.5,"small":7,"blob":"AAE=","note":"x"}"#,
+        r#"{"id":1,"amount":12345678901234567890.12,"day":1704067200000,"at":1704067200123,"t":49500250,"ok":true,"ratio":0.5,"small":7,"blob":"AAE=","note":"x","tags":["a","b"]}"#,
         &schema,
     )])
     .await
@@ -770,14 +771,14 @@ async fn columns_from_schemas(db: &Db) {
             "SELECT column_name::text, data_type::text, CASE WHEN is_nullable = 'NO' THEN '1' ELSE '0' END FROM information_schema.columns WHERE table_name = '{t}' ORDER BY ordinal_position"
         )
     };
-    let expected: [(&str, [&str; 3], &str); 10] = [
+    let expected: [(&str, [&str; 3], &str); 11] = [
         // (column, its type on SQLite, PostgreSQL, MariaDB, NOT NULL)
         ("id", ["integer", "bigint", "bigint(20)"], "1"),
         ("amount", ["numeric", "numeric", "decimal(65,2)"], "1"),
         ("day", ["date", "date", "date"], "0"),
         (
             "at",
-            ["timestamp", "timestamp without time zone", "datetime(3)"],
+            ["timestamp", "timestamp with time zone", "datetime(3)"],
             "1",
         ),
         ("t", ["time", "time without time zone", "time(3)"], "0"),
@@ -786,6 +787,8 @@ async fn columns_from_schemas(db: &Db) {
         ("small", ["integer", "smallint", "smallint(6)"], "0"),
         ("blob", ["blob", "bytea", "longblob"], "0"),
         ("note", ["text", "text", "text"], "0"),
+        // MariaDB's JSON is a LONGTEXT that must hold valid JSON.
+        ("tags", ["text", "jsonb", "longtext"], "0"),
     ];
     let which = if sqlite {
         0
@@ -805,14 +808,23 @@ async fn columns_from_schemas(db: &Db) {
     } else {
         format!("encode({}, 'hex')", db.q("blob"))
     };
+    // PostgreSQL's TIMESTAMPTZ shown in UTC, whatever the session's zone.
+    let instant = |c: &str| {
+        if which == 1 {
+            db.text(&format!("{c} AT TIME ZONE 'UTC'"))
+        } else {
+            db.text(c)
+        }
+    };
     let row = db
         .rows(&format!(
-            "SELECT {}, {}, {}, {}, {} FROM {}",
+            "SELECT {}, {}, {}, {}, {}, {} FROM {}",
             db.text("amount"),
             db.text("day"),
-            db.text("at"),
+            instant("at"),
             db.text("t"),
             hex,
+            db.text("tags"),
             db.q(&t)
         ))
         .await;
@@ -829,7 +841,12 @@ async fn columns_from_schemas(db: &Db) {
             "2024-01-01",
             "2024-01-01 00:00:00.123",
             time,
-            "0001"
+            "0001",
+            if which == 1 {
+                r#"["a", "b"]"#
+            } else {
+                r#"["a","b"]"#
+            },
         ]])
     );
 
@@ -850,7 +867,7 @@ async fn columns_from_schemas(db: &Db) {
     let seen = db
         .rows(&format!(
             "SELECT {} FROM {} WHERE id = 2",
-            db.text("seen"),
+            instant("seen"),
             db.q(&t)
         ))
         .await;

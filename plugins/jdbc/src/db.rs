@@ -44,6 +44,14 @@ pub fn redact_url(url: &str) -> String {
 }
 
 impl Target {
+    pub fn dialect(&self) -> Dialect {
+        match self {
+            Target::Sqlite(_) => Dialect::Sqlite,
+            Target::Postgres(_) => Dialect::Postgres,
+            Target::MySql(_) => Dialect::MySql,
+        }
+    }
+
     pub fn parse(url: &str) -> Result<Target, ConfigError> {
         let url = url.trim();
         let rest = url.strip_prefix("jdbc:").unwrap_or(url);

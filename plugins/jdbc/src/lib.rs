@@ -298,6 +298,9 @@ impl SinkConnector for JdbcSinkConnector {
         Ok(Box::new(JdbcSinkTask {
             planner: Planner {
                 pk_fields: cfg.pk_fields.clone().into(),
+                dialect: Target::parse(&cfg.connection_url)
+                    .map_err(|e| ConnectError::fatal(e.to_string()))?
+                    .dialect(),
                 cfg: cfg.clone(),
             },
             cfg,
@@ -531,6 +534,8 @@ enum Phase {
 #[derive(Clone)]
 struct Planner {
     cfg: Arc<JdbcSinkConfig>,
+    /// The database's, from `connection.url`.
+    dialect: Dialect,
     /// `pk.fields`, shared by every row that uses them.
     pk_fields: Arc<[String]>,
 }
@@ -668,15 +673,15 @@ impl Planner {
             // text, bytes as bytes).
             for (i, (name, v)) in columns.iter_mut().enumerate() {
                 if let Some(s) = schemas.of(i, name) {
-                    *v = schema::column_value(s, std::mem::replace(v, SqlValue::Null)).map_err(
-                        |e| {
-                            ConnectError::data(format!(
-                                "field `{name}` of {}: {e}",
-                                record.coordinates()
-                            ))
-                            .with_class("InvalidValue")
-                        },
-                    )?;
+                    *v =
+                        schema::column_value(self.dialect, s, std::mem::replace(v, SqlValue::Null))
+                            .map_err(|e| {
+                                ConnectError::data(format!(
+                                    "field `{name}` of {}: {e}",
+                                    record.coordinates()
+                                ))
+                                .with_class("InvalidValue")
+                            })?;
                 }
             }
         }

@@ -16,14 +16,26 @@ pub fn sql_type(dialect: Dialect, schema: &Schema, is_key: bool) -> String {
     use Dialect::*;
     if let Some(logical) = schema.logical() {
         return match (dialect, logical) {
-            (MySql, Logical::Decimal { scale }) => format!("DECIMAL(65,{})", scale.clamp(0, 30)),
-            (Postgres, Logical::Decimal { .. }) => "NUMERIC".into(),
+            (MySql, Logical::Decimal { scale }) => match precision(schema) {
+                Some(p) if p <= 65 && (0..=30).contains(&scale) && scale as u32 <= p => {
+                    format!("DECIMAL({p},{scale})")
+                }
+                _ => format!("DECIMAL(65,{})", scale.clamp(0, 30)),
+            },
+            (Postgres, Logical::Decimal { scale }) => match precision(schema) {
+                Some(p) if p <= 1000 && scale >= 0 && scale as u32 <= p => {
+                    format!("NUMERIC({p},{scale})")
+                }
+                _ => "NUMERIC".into(),
+            },
             (Sqlite, Logical::Decimal { .. }) => "NUMERIC".into(),
             (_, Logical::Date) => "DATE".into(),
             (MySql, Logical::Time) => "TIME(3)".into(),
             (_, Logical::Time) => "TIME".into(),
             (MySql, Logical::Timestamp) => "DATETIME(3)".into(),
-            (_, Logical::Timestamp) => "TIMESTAMP".into(),
+            // An instant: PostgreSQL keeps it as one.
+            (Postgres, Logical::Timestamp) => "TIMESTAMPTZ".into(),
+            (Sqlite, Logical::Timestamp) => "TIMESTAMP".into(),
         };
     }
     match (dialect, &schema.kind) {
@@ -45,19 +57,36 @@ pub fn sql_type(dialect: Dialect, schema: &Schema, is_key: bool) -> String {
         (Postgres, SchemaKind::Bytes) => "BYTEA",
         (MySql, SchemaKind::Bytes) if is_key => "VARBINARY(255)",
         (MySql, SchemaKind::Bytes) => "LONGBLOB",
-        // Strings, and structs, arrays and maps (stored as their JSON).
+        // Structs, arrays and maps, stored as their JSON.
+        (Postgres, SchemaKind::Struct(_) | SchemaKind::Array(_) | SchemaKind::Map(..)) => "JSONB",
+        (MySql, SchemaKind::Struct(_) | SchemaKind::Array(_) | SchemaKind::Map(..)) if !is_key => {
+            "JSON"
+        }
         _ => "TEXT",
     }
     .into()
+}
+
+/// A `Decimal`'s precision, where its schema keeps one (Confluent's Avro
+/// converter's `connect.decimal.precision`).
+fn precision(schema: &Schema) -> Option<u32> {
+    schema
+        .parameters
+        .iter()
+        .find(|(k, _)| k == "connect.decimal.precision")
+        .and_then(|(_, v)| v.parse::<u32>().ok())
+        .filter(|p| *p >= 1)
 }
 
 /// A field's value as the sink receives it (see
 /// `sluice_sdk::Record::value_schema`), as its column takes it: a `Date`,
 /// `Time` or `Timestamp` (milliseconds) as ISO-8601 text in UTC
 /// (`2024-01-31`, `13:45:00.250`, `2024-01-31 13:45:00.250`), which every
-/// database casts to its column; `bytes` (base64) as bytes. A `Decimal`
-/// stays the exact number it is.
-pub fn column_value(schema: &Schema, v: SqlValue) -> Result<SqlValue, String> {
+/// database casts to its column (on PostgreSQL a `Timestamp` says it is
+/// UTC, `+00`, so a `TIMESTAMPTZ` holds the instant whatever the session's
+/// time zone); `bytes` (base64) as bytes. A `Decimal` stays the exact
+/// number it is.
+pub fn column_value(dialect: Dialect, schema: &Schema, v: SqlValue) -> Result<SqlValue, String> {
     let SqlValue::Int(ms) = v else {
         return match (&schema.kind, schema.logical(), v) {
             (SchemaKind::Bytes, None, SqlValue::Text(b64)) => {
@@ -82,7 +111,12 @@ pub fn column_value(schema: &Schema, v: SqlValue) -> Result<SqlValue, String> {
         }
         Some(Logical::Time) => SqlValue::Text(at()?.format("%H:%M:%S%.3f").to_string()),
         Some(Logical::Timestamp) => {
-            SqlValue::Text(at()?.format("%Y-%m-%d %H:%M:%S%.3f").to_string())
+            let zone = if dialect == Dialect::Postgres {
+                "+00"
+            } else {
+                ""
+            };
+            SqlValue::Text(format!("{}{zone}", at()?.format("%Y-%m-%d %H:%M:%S%.3f")))
         }
         _ => SqlValue::Int(ms),
     })
@@ -106,8 +140,25 @@ mod tests {
             (Schema::decimal(2), "NUMERIC", "NUMERIC", "DECIMAL(65,2)"),
             (Schema::date(), "DATE", "DATE", "DATE"),
             (Schema::time(), "TIME", "TIME", "TIME(3)"),
-            (Schema::timestamp(), "TIMESTAMP", "TIMESTAMP", "DATETIME(3)"),
-            (Schema::array(Schema::int8()), "TEXT", "TEXT", "TEXT"),
+            (
+                Schema::timestamp(),
+                "TIMESTAMP",
+                "TIMESTAMPTZ",
+                "DATETIME(3)",
+            ),
+            (Schema::array(Schema::int8()), "TEXT", "JSONB", "JSON"),
+            (
+                Schema::map(Schema::string(), Schema::int8()),
+                "TEXT",
+                "JSONB",
+                "JSON",
+            ),
+            (
+                Schema::structure([("a", Schema::int8())]),
+                "TEXT",
+                "JSONB",
+                "JSON",
+            ),
         ] {
             assert_eq!(sql_type(Dialect::Sqlite, &schema, false), sqlite);
             assert_eq!(sql_type(Dialect::Postgres, &schema, false), postgres);
@@ -117,11 +168,19 @@ mod tests {
             sql_type(Dialect::MySql, &Schema::string(), true),
             "VARCHAR(255)"
         );
+        // A precision, where the schema has one (Avro's decimals).
+        let mut price = Schema::decimal(2);
+        price
+            .parameters
+            .push(("connect.decimal.precision".into(), "20".into()));
+        assert_eq!(sql_type(Dialect::Postgres, &price, false), "NUMERIC(20,2)");
+        assert_eq!(sql_type(Dialect::MySql, &price, false), "DECIMAL(20,2)");
+        assert_eq!(sql_type(Dialect::Sqlite, &price, false), "NUMERIC");
     }
 
     #[test]
     fn logical_values_become_what_their_columns_take() {
-        let v = |s: &Schema, v: SqlValue| column_value(s, v).unwrap();
+        let v = |s: &Schema, v: SqlValue| column_value(Dialect::Sqlite, s, v).unwrap();
         assert_eq!(
             v(&Schema::date(), SqlValue::Int(19_723 * MILLIS_PER_DAY)),
             SqlValue::Text("2024-01-01".into())
@@ -134,6 +193,16 @@ mod tests {
             v(&Schema::timestamp(), SqlValue::Int(1_704_067_200_123)),
             SqlValue::Text("2024-01-01 00:00:00.123".into())
         );
+        // PostgreSQL is told the instant is UTC (a TIMESTAMPTZ column).
+        assert_eq!(
+            column_value(
+                Dialect::Postgres,
+                &Schema::timestamp(),
+                SqlValue::Int(1_704_067_200_123)
+            )
+            .unwrap(),
+            SqlValue::Text("2024-01-01 00:00:00.123+00".into())
+        );
         assert_eq!(
             v(&Schema::bytes(), SqlValue::Text("AAE=".into())),
             SqlValue::Bytes(vec![0, 1])
@@ -143,7 +212,14 @@ mod tests {
             SqlValue::Decimal("1.50".into())
         );
         assert_eq!(v(&Schema::date(), SqlValue::Null), SqlValue::Null);
-        assert!(column_value(&Schema::date(), SqlValue::Int(1)).is_err());
-        assert!(column_value(&Schema::bytes(), SqlValue::Text("*".into())).is_err());
+        assert!(column_value(Dialect::Sqlite, &Schema::date(), SqlValue::Int(1)).is_err());
+        assert!(
+            column_value(
+                Dialect::Sqlite,
+                &Schema::bytes(),
+                SqlValue::Text("*".into())
+            )
+            .is_err()
+        );
     }
 }

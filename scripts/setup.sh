@@ -30,6 +30,11 @@
 #       and typescript from npm, pinned by tests/console/package-lock.json,
 #       into the same prefix (scripts/console-tests.sh; skip:
 #       SLUICE_SETUP_CONSOLE=0, and the console test fails saying so)
+#     - confluent-kafka (Confluent's Python client, with its Avro serializers
+#       and SchemaRegistryClient), pinned, from PyPI into a venv of its own in
+#       the same prefix: tests/schema_registry.rs drives the built-in schema
+#       registry and the Avro converter with it (scripts/confluent-py.sh;
+#       skip: SLUICE_SETUP_SCHEMA_REGISTRY=0, and that test fails saying so)
 #     - kafka-connect-py, pinned, from PyPI into a venv of its own in the same
 #       prefix: the third-party client the real-Kafka suite drives against
 #       Apache Kafka Connect and Sluice (scripts/kafka-connect-py.sh; skip:
@@ -110,6 +115,12 @@ fi
 # The web console's browser test (tests/console.rs): chromium, playwright-core.
 if ((tests)) && [[ "${SLUICE_SETUP_CONSOLE:-1}" == 1 ]]; then
   scripts/console-tests.sh install
+fi
+
+# Confluent's Python client, driven against the built-in schema registry
+# and the Avro converter (tests/schema_registry.rs).
+if ((tests)) && [[ "${SLUICE_SETUP_SCHEMA_REGISTRY:-1}" == 1 ]]; then
+  scripts/confluent-py.sh install
 fi
 
 # The Kafka Connect client the compatibility suite drives (tests/compat/).

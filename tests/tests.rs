@@ -29,6 +29,7 @@ mod postgres;
 mod quickstart;
 mod real_kafka;
 mod rest;
+mod schema_registry;
 mod sink_failures;
 mod stdlib;
 mod transforms;

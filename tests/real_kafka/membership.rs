@@ -137,23 +137,39 @@ async fn a_rolling_restart_of_three_distributed_workers_moves_no_task() {
         .await
         .unwrap();
     assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+    // All six tasks running, spread over the three workers: their
+    // workers, or what was last seen when they were not within 120 s.
     let settled = |base: String| {
         let name = name.clone();
         async move {
-            eventually(
-                Duration::from_secs(120),
-                "all six tasks running",
-                || async {
-                    let tasks = running_tasks(&reqwest::Client::new(), &base, &name).await?;
-                    // Spread over the three workers.
+            let deadline = Instant::now() + Duration::from_secs(120);
+            let mut last = None;
+            loop {
+                let tasks = running_tasks(&reqwest::Client::new(), &base, &name).await;
+                if let Some(tasks) = &tasks {
                     let workers: std::collections::BTreeSet<&String> = tasks.iter().collect();
-                    (tasks.len() == 6 && workers.len() == 3).then(|| tasks.clone())
-                },
-            )
-            .await
+                    if tasks.len() == 6 && workers.len() == 3 {
+                        return Ok(tasks.clone());
+                    }
+                }
+                if tasks.is_some() {
+                    last = tasks;
+                }
+                if Instant::now() > deadline {
+                    let status = get_json(&base, &format!("/connectors/{name}/status")).await;
+                    return Err(format!(
+                        "timed out after 120 s waiting for all six tasks running on three workers; \
+                         last running tasks: {last:?}; status: {status:?}"
+                    ));
+                }
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
         }
     };
-    let before = settled(workers[0].1.clone()).await;
+    let before = match settled(workers[0].1.clone()).await {
+        Ok(b) => b,
+        Err(e) => panic!("{e}\n{}", logs(&processes)),
+    };
 
     for i in 0..3 {
         processes[i].terminate(Duration::from_secs(60));
@@ -164,7 +180,10 @@ async fn a_rolling_restart_of_three_distributed_workers_moves_no_task() {
             || async { get_json(&workers[i].1, "/health").await },
         )
         .await;
-        let now = settled(workers[(i + 1) % 3].1.clone()).await;
+        let now = match settled(workers[(i + 1) % 3].1.clone()).await {
+            Ok(n) => n,
+            Err(e) => panic!("after restarting w{i}: {e}\n{}", logs(&processes)),
+        };
         assert_eq!(
             now,
             before,

@@ -17,6 +17,7 @@ mod compat_rest;
 mod jdbc_sink;
 mod membership;
 mod replay;
+mod schema_registry;
 mod sink_offsets;
 mod split_brain;
 mod stability;

@@ -569,6 +569,10 @@ pub struct CommonConfig {
     pub key_schemas: Option<JsonSchemas>,
     /// `value.converter` is `JsonConverter` with `schemas.enable=true`.
     pub value_schemas: Option<JsonSchemas>,
+    /// `key.converter` is Confluent's `AvroConverter`.
+    pub key_avro: Option<AvroSettings>,
+    /// `value.converter` is Confluent's `AvroConverter`.
+    pub value_avro: Option<AvroSettings>,
     pub delivery_guarantee: DeliveryGuarantee,
     pub transaction_boundary: TransactionBoundary,
     /// None: the worker's `offset.flush.interval.ms`.
@@ -623,13 +627,12 @@ impl Converter {
             None | Some("ByteArrayConverter") => Converter::ByteArray,
             Some("StringConverter") => Converter::String,
             Some("JsonConverter") => Converter::Json,
+            // Read and written by `crate::schema::avro_converter`.
+            Some("AvroConverter") if is_avro(class) => Converter::ByteArray,
             Some(_) => {
                 return Err(ConfigError::new(
                     key,
-                    format!(
-                        "`{}` is not supported; Sluice has JsonConverter (with or without schemas.enable), StringConverter and ByteArrayConverter",
-                        class.unwrap_or_default()
-                    ),
+                    unsupported_converter(class.unwrap_or_default()),
                 ));
             }
         })
@@ -671,8 +674,17 @@ impl CommonConfig {
         let mut error_keys = ConfigMap::new();
         let mut consumer_overrides = ConfigMap::new();
         let mut producer_overrides = ConfigMap::new();
+        let mut key_avro_keys = ConfigMap::new();
+        let mut value_avro_keys = ConfigMap::new();
         for (k, v) in config {
-            if let Some(rest) = k.strip_prefix("consumer.override.") {
+            if let Some((is_key, rest)) = avro_converter_key(config, k) {
+                if is_key {
+                    &mut key_avro_keys
+                } else {
+                    &mut value_avro_keys
+                }
+                .insert(rest.to_string(), v.clone());
+            } else if let Some(rest) = k.strip_prefix("consumer.override.") {
                 consumer_overrides.insert(rest.to_string(), v.clone());
             } else if let Some(rest) = k.strip_prefix("producer.override.") {
                 producer_overrides.insert(rest.to_string(), v.clone());
@@ -716,6 +728,12 @@ impl CommonConfig {
             keys.value_replace_null_with_default,
             keys.value_schemas_cache_size,
         );
+        let key_avro = is_avro(keys.key_converter.as_deref())
+            .then(|| AvroSettings::parse("key.converter", true, &key_avro_keys))
+            .transpose()?;
+        let value_avro = is_avro(keys.value_converter.as_deref())
+            .then(|| AvroSettings::parse("value.converter", false, &value_avro_keys))
+            .transpose()?;
         let predicates = parse_predicates(&keys.predicates, &predicate_keys)?;
         let transforms = parse_transforms(&keys.transforms, &transform_keys, &predicates)?;
         Ok((
@@ -734,6 +752,8 @@ impl CommonConfig {
                 value_converter,
                 key_schemas,
                 value_schemas,
+                key_avro,
+                value_avro,
                 delivery_guarantee: keys.delivery_guarantee,
                 transaction_boundary: keys.transaction_boundary,
                 transaction_boundary_interval_ms: keys.transaction_boundary_interval_ms,
@@ -812,13 +832,9 @@ fn check_common_keys(keys: &CommonKeys) -> Result<(), ConfigError> {
     ] {
         if let Some(c) = converter
             && !PASS_THROUGH_CONVERTERS.contains(&c.as_str())
+            && !is_avro(Some(c))
         {
-            return Err(ConfigError::new(
-                key,
-                format!(
-                    "`{c}` is not supported; Sluice has JsonConverter (with or without schemas.enable), StringConverter and ByteArrayConverter"
-                ),
-            ));
+            return Err(ConfigError::new(key, unsupported_converter(c)));
         }
         let json = converter
             .as_deref()
@@ -884,7 +900,11 @@ fn check_common_keys(keys: &CommonKeys) -> Result<(), ConfigError> {
 pub fn plugin_keys(config: &ConfigMap) -> ConfigMap {
     config
         .iter()
-        .filter(|(k, _)| !RUNTIME_NAMESPACES.iter().any(|p| k.starts_with(p)) && !is_common_key(k))
+        .filter(|(k, _)| {
+            !RUNTIME_NAMESPACES.iter().any(|p| k.starts_with(p))
+                && !is_common_key(k)
+                && avro_converter_key(config, k).is_none()
+        })
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect()
 }
@@ -898,6 +918,239 @@ const RUNTIME_NAMESPACES: [&str; 5] = [
     "predicates.",
     "errors.",
 ];
+
+/// Confluent's Avro converter, by its class name.
+pub const AVRO_CONVERTER: &str = "io.confluent.connect.avro.AvroConverter";
+
+fn is_avro(class: Option<&str>) -> bool {
+    matches!(class, Some(AVRO_CONVERTER | "AvroConverter"))
+}
+
+fn unsupported_converter(class: &str) -> String {
+    format!(
+        "`{class}` is not supported; Sluice has JsonConverter (with or without schemas.enable), {AVRO_CONVERTER}, StringConverter and ByteArrayConverter"
+    )
+}
+
+/// A key of an Avro converter (`key.converter.schema.registry.url`): which
+/// side (true: keys) and the converter's own name of it.
+fn avro_converter_key<'k>(config: &ConfigMap, k: &'k str) -> Option<(bool, &'k str)> {
+    if is_common_key(k) {
+        return None;
+    }
+    for (is_key, prefix) in [(true, "key.converter"), (false, "value.converter")] {
+        if let Some(rest) = k.strip_prefix(prefix).and_then(|r| r.strip_prefix('.'))
+            && is_avro(config.get(prefix).map(String::as_str))
+        {
+            return Some((is_key, rest));
+        }
+    }
+    None
+}
+
+/// How Confluent's serializers name the subject of a schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SubjectNameStrategy {
+    /// `<topic>-key` or `<topic>-value` (the default).
+    TopicName,
+    /// The record's full name.
+    RecordName,
+    /// `<topic>-<record's full name>`.
+    TopicRecordName,
+}
+
+/// `AvroConverter`'s settings (its keys under `key.converter.` or
+/// `value.converter.`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AvroSettings {
+    /// `schema.registry.url`, comma-separated, tried in turn; none: the
+    /// worker's built-in registry.
+    pub registry_urls: Vec<String>,
+    /// `basic.auth.user.info` (with `basic.auth.credentials.source`
+    /// USER_INFO) or the URL's user info (source URL).
+    pub basic_auth: Option<(String, String)>,
+    /// `schema.registry.ssl.truststore.location` (type PEM).
+    pub trust_pem: Option<String>,
+    /// `auto.register.schemas` (default true).
+    pub auto_register_schemas: bool,
+    /// `use.latest.version` (default false): write with the subject's
+    /// latest schema instead of registering one.
+    pub use_latest_version: bool,
+    /// `key.subject.name.strategy` or `value.subject.name.strategy`.
+    pub subject_name_strategy: SubjectNameStrategy,
+}
+
+impl AvroSettings {
+    /// The keys Sluice reads; any other is refused, naming these.
+    const KEYS: [&str; 10] = [
+        "schema.registry.url",
+        "basic.auth.credentials.source",
+        "basic.auth.user.info",
+        "schema.registry.basic.auth.user.info",
+        "auto.register.schemas",
+        "use.latest.version",
+        "key.subject.name.strategy",
+        "value.subject.name.strategy",
+        "schema.registry.ssl.truststore.location",
+        "schema.registry.ssl.truststore.type",
+    ];
+
+    fn parse(prefix: &str, is_key: bool, keys: &ConfigMap) -> Result<Self, ConfigError> {
+        let err = |k: &str, m: String| ConfigError::new(format!("{prefix}.{k}"), m);
+        if let Some(k) = keys.keys().find(|k| {
+            !Self::KEYS.contains(&k.as_str())
+                && k.as_str() != "schema.registry.ssl.truststore.password"
+        }) {
+            return Err(err(
+                k,
+                format!(
+                    "is not a key of {AVRO_CONVERTER} that Sluice supports; it reads {}",
+                    Self::KEYS.join(", ")
+                ),
+            ));
+        }
+        let boolean = |k: &str, default: bool| -> Result<bool, ConfigError> {
+            match keys.get(k).map(|v| v.trim().to_ascii_lowercase()) {
+                None => Ok(default),
+                Some(v) if v == "true" => Ok(true),
+                Some(v) if v == "false" => Ok(false),
+                Some(v) => Err(err(k, format!("expected true or false, got `{v}`"))),
+            }
+        };
+        let mut registry_urls = Vec::new();
+        let mut url_auth = None;
+        for url in keys
+            .get("schema.registry.url")
+            .map(|u| {
+                u.split(',')
+                    .map(str::trim)
+                    .filter(|u| !u.is_empty())
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default()
+        {
+            let parsed = reqwest::Url::parse(url)
+                .map_err(|e| err("schema.registry.url", format!("`{url}` is not a URL: {e}")))?;
+            if !matches!(parsed.scheme(), "http" | "https") {
+                return Err(err(
+                    "schema.registry.url",
+                    format!("`{url}` is not http or https"),
+                ));
+            }
+            if !parsed.username().is_empty() {
+                url_auth = Some((
+                    parsed.username().to_string(),
+                    parsed.password().unwrap_or_default().to_string(),
+                ));
+            }
+            let mut plain = parsed.clone();
+            let _ = plain.set_username("");
+            let _ = plain.set_password(None);
+            registry_urls.push(plain.to_string().trim_end_matches('/').to_string());
+        }
+        let user_info = keys
+            .get("basic.auth.user.info")
+            .or_else(|| keys.get("schema.registry.basic.auth.user.info"));
+        let basic_auth = match keys
+            .get("basic.auth.credentials.source")
+            .map(|s| s.trim().to_ascii_uppercase())
+            .as_deref()
+        {
+            None if user_info.is_none() => url_auth,
+            None | Some("USER_INFO") => {
+                let info = user_info.ok_or_else(|| {
+                    err(
+                        "basic.auth.user.info",
+                        "is required with basic.auth.credentials.source=USER_INFO".into(),
+                    )
+                })?;
+                let (user, password) = info
+                    .split_once(':')
+                    .ok_or_else(|| err("basic.auth.user.info", "must be `user:password`".into()))?;
+                Some((user.to_string(), password.to_string()))
+            }
+            Some("URL") => url_auth,
+            Some(other) => {
+                return Err(err(
+                    "basic.auth.credentials.source",
+                    format!("`{other}` is not supported; Sluice reads USER_INFO and URL"),
+                ));
+            }
+        };
+        let trust_pem = keys.get("schema.registry.ssl.truststore.location").cloned();
+        match keys
+            .get("schema.registry.ssl.truststore.type")
+            .map(|t| t.trim().to_ascii_uppercase())
+            .as_deref()
+        {
+            None if trust_pem.is_none() => {}
+            None | Some("PEM") => {
+                let path = trust_pem.as_deref().unwrap_or_default();
+                let pem = std::fs::read(path).map_err(|e| {
+                    err(
+                        "schema.registry.ssl.truststore.location",
+                        format!("cannot read `{path}`: {e}"),
+                    )
+                })?;
+                if !pem.windows(27).any(|w| w == b"-----BEGIN CERTIFICATE-----") {
+                    return Err(err(
+                        "schema.registry.ssl.truststore.location",
+                        format!("`{path}` holds no PEM certificate"),
+                    ));
+                }
+            }
+            Some(other) => {
+                return Err(err(
+                    "schema.registry.ssl.truststore.type",
+                    format!(
+                        "`{other}` is not supported: give the trust store as PEM certificates (type PEM)"
+                    ),
+                ));
+            }
+        }
+        let strategy_key = if is_key {
+            "key.subject.name.strategy"
+        } else {
+            "value.subject.name.strategy"
+        };
+        let other_key = if is_key {
+            "value.subject.name.strategy"
+        } else {
+            "key.subject.name.strategy"
+        };
+        if keys.contains_key(other_key) {
+            return Err(err(
+                other_key,
+                format!("does not apply to `{prefix}`; set `{prefix}.{strategy_key}`"),
+            ));
+        }
+        let subject_name_strategy = match keys
+            .get(strategy_key)
+            .map(|s| s.trim().rsplit('.').next().unwrap_or_default().to_string())
+            .as_deref()
+        {
+            None | Some("TopicNameStrategy") => SubjectNameStrategy::TopicName,
+            Some("RecordNameStrategy") => SubjectNameStrategy::RecordName,
+            Some("TopicRecordNameStrategy") => SubjectNameStrategy::TopicRecordName,
+            Some(other) => {
+                return Err(err(
+                    strategy_key,
+                    format!(
+                        "`{other}` is not supported; Sluice has TopicNameStrategy, RecordNameStrategy and TopicRecordNameStrategy"
+                    ),
+                ));
+            }
+        };
+        Ok(AvroSettings {
+            registry_urls,
+            basic_auth,
+            trust_pem,
+            auto_register_schemas: boolean("auto.register.schemas", true)?,
+            use_latest_version: boolean("use.latest.version", false)?,
+            subject_name_strategy,
+        })
+    }
+}
 
 fn is_common_key(k: &str) -> bool {
     COMMON_KEYS
@@ -986,6 +1239,88 @@ mod tests {
         let err = ConnectorSpec::from_json(&json!({"name": long, "config": {}})).unwrap_err();
         assert_eq!(err.key.as_deref(), Some("name"), "{err}");
         assert!(err.message.contains("at most"), "{err}");
+    }
+
+    #[test]
+    fn avro_converter_keys_are_its_own_and_checked() {
+        let config = |pairs: &[(&str, &str)]| -> ConfigMap {
+            [
+                ("name", "s"),
+                ("connector.class", "datagen"),
+                ("value.converter", AVRO_CONVERTER),
+            ]
+            .iter()
+            .chain(pairs)
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+        };
+        let (common, plugin) = CommonConfig::split(&config(&[
+            (
+                "value.converter.schema.registry.url",
+                "http://u:p@a:8081/, http://b:8081",
+            ),
+            ("value.converter.basic.auth.credentials.source", "URL"),
+            ("value.converter.auto.register.schemas", "false"),
+            (
+                "value.converter.value.subject.name.strategy",
+                "io.confluent.kafka.serializers.subject.TopicRecordNameStrategy",
+            ),
+        ]))
+        .unwrap();
+        assert!(
+            plugin.keys().all(|k| !k.starts_with("value.converter")),
+            "{plugin:?}"
+        );
+        assert_eq!(
+            common.value_avro,
+            Some(AvroSettings {
+                registry_urls: vec!["http://a:8081".into(), "http://b:8081".into()],
+                basic_auth: Some(("u".into(), "p".into())),
+                trust_pem: None,
+                auto_register_schemas: false,
+                use_latest_version: false,
+                subject_name_strategy: SubjectNameStrategy::TopicRecordName,
+            })
+        );
+        assert_eq!(common.key_avro, None);
+        for (pairs, key) in [
+            (
+                &[("value.converter.schemas.cache.config", "1")][..],
+                "value.converter.schemas.cache.config",
+            ),
+            (
+                &[("value.converter.schema.registry.url", "ftp://x")][..],
+                "value.converter.schema.registry.url",
+            ),
+            (
+                &[("value.converter.basic.auth.user.info", "no-colon")][..],
+                "value.converter.basic.auth.user.info",
+            ),
+            (
+                &[(
+                    "value.converter.key.subject.name.strategy",
+                    "TopicNameStrategy",
+                )][..],
+                "value.converter.key.subject.name.strategy",
+            ),
+            (
+                &[
+                    (
+                        "value.converter.schema.registry.ssl.truststore.location",
+                        "/x.jks",
+                    ),
+                    ("value.converter.schema.registry.ssl.truststore.type", "JKS"),
+                ][..],
+                "value.converter.schema.registry.ssl.truststore.type",
+            ),
+            (
+                &[("value.converter.use.latest.version", "yes")][..],
+                "value.converter.use.latest.version",
+            ),
+        ] {
+            let err = CommonConfig::split(&config(pairs)).unwrap_err();
+            assert_eq!(err.key.as_deref(), Some(key), "{err}");
+        }
     }
 
     #[test]

@@ -21,6 +21,7 @@ mod connectors;
 mod loggers;
 mod offsets;
 mod plugins;
+pub mod registry;
 mod tools;
 mod ui;
 
@@ -96,8 +97,9 @@ fn handlers(path: &str) -> MethodRouter<Arc<Herder>> {
     }
 }
 
-/// The API's [`PATHS`], and the web console's files at `/ui` (not part of
-/// the API, nor of its OpenAPI document).
+/// The API's [`PATHS`], the web console's files at `/ui` and the built-in
+/// schema registry at `/schema-registry` (neither part of Kafka Connect's
+/// API nor of its OpenAPI document).
 pub fn router(herder: Arc<Herder>) -> Router {
     PATHS
         .iter()
@@ -105,6 +107,7 @@ pub fn router(herder: Arc<Herder>) -> Router {
         .route("/ui", get(ui::ui_index))
         .route("/ui/", get(ui::ui_index))
         .route("/ui/{*path}", get(ui::ui_asset))
+        .nest_service(registry::PREFIX, registry::router(herder.clone()))
         .method_not_allowed_fallback(method_not_allowed)
         .fallback(not_found)
         .with_state(herder)

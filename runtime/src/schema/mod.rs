@@ -17,15 +17,22 @@
 //!   [`EnvelopeConverter::write`], byte for byte as Kafka Connect's
 //!   `JsonConverter` writes the same schema and data.
 //!
+//! Confluent's `AvroConverter` ([`avro_converter`]) reads and writes the
+//! same schemas and payloads in Avro, with a schema registry
+//! ([`registry`]); [`SchemaConverter`] is either converter.
+//!
 //! [`json`] is the JSON reader and writer they share (numbers kept as
 //! written, Jackson's escapes and Java's doubles), [`decimal`] the exact
 //! arithmetic of `Decimal`s.
 
+pub mod avro;
+pub mod avro_converter;
 pub mod connect;
 pub mod decimal;
 pub mod follow;
 pub mod json;
 pub mod payload;
+pub mod registry;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -296,6 +303,59 @@ impl EnvelopeConverter {
             })
             .transpose()?;
         self.write(schema, v.as_ref())
+    }
+}
+
+/// A converter with schemas: `JsonConverter`'s envelopes or Confluent's
+/// Avro.
+pub enum SchemaConverter {
+    Json(EnvelopeConverter),
+    Avro(avro_converter::AvroConverter),
+}
+
+impl SchemaConverter {
+    /// The class its failures name.
+    pub fn class_name(&self) -> &'static str {
+        match self {
+            SchemaConverter::Json(_) => CONVERTER_CLASS,
+            SchemaConverter::Avro(_) => avro_converter::AVRO_CONVERTER_CLASS,
+        }
+    }
+
+    /// A consumed key or value: its schema and its payload in a sink's form.
+    pub async fn read(&self, bytes: Option<&[u8]>) -> Result<WithSchema, ConnectError> {
+        match self {
+            SchemaConverter::Json(c) => c.read(bytes),
+            SchemaConverter::Avro(c) => c.read(bytes).await,
+        }
+    }
+
+    /// A transform's output: its schema followed from the input's and,
+    /// `write`, its bytes for `topic`.
+    pub async fn follow(
+        &self,
+        topic: &str,
+        input: Option<&Arc<Schema>>,
+        payload: Option<&[u8]>,
+        write: bool,
+    ) -> Result<WithSchema, ConnectError> {
+        match self {
+            SchemaConverter::Json(c) => c.follow(input, payload, write),
+            SchemaConverter::Avro(c) => c.follow(topic, input, payload, write).await,
+        }
+    }
+
+    /// A payload with its schema, as bytes for `topic`.
+    pub async fn write_bytes(
+        &self,
+        topic: &str,
+        schema: Option<&Arc<Schema>>,
+        payload: Option<&[u8]>,
+    ) -> Result<Option<Vec<u8>>, ConnectError> {
+        match self {
+            SchemaConverter::Json(c) => c.write_bytes(schema, payload),
+            SchemaConverter::Avro(c) => c.write_bytes(topic, schema, payload).await,
+        }
     }
 }
 

@@ -8,7 +8,7 @@ use sluice_sdk::{ConnectError, Record};
 use super::TaskEnv;
 use super::consume::Consumed;
 use crate::errors::{ErrorHandler, Failure, Stage};
-use crate::schema::{CONVERTER_CLASS, EnvelopeConverter};
+use crate::schema::{EnvelopeConverter, SchemaConverter};
 
 /// What the converter stage passed: the records as consumed (what a
 /// failure dead-letters, as Kafka Connect dead-letters the original
@@ -55,7 +55,7 @@ pub(crate) async fn check_converters(
             continue;
         }
         if let Some(decoded) = &mut decoded {
-            match read_envelopes(env, &r) {
+            match read_envelopes(env, &r).await {
                 Ok(d) => {
                     decoded.push(d);
                     inputs.push(r);
@@ -109,7 +109,7 @@ pub(crate) async fn check_converters(
 
 /// A consumed record as the transforms see it: each part with schemas read
 /// from its envelope, the other checked as without schemas.
-fn read_envelopes(
+async fn read_envelopes(
     env: &TaskEnv,
     r: &Record,
 ) -> Result<Record, (Stage, &'static str, ConnectError)> {
@@ -150,7 +150,8 @@ fn read_envelopes(
             Some(c) => {
                 (*schema, *out) = c
                     .read(bytes.as_deref())
-                    .map_err(|e| (stage, CONVERTER_CLASS, e))?;
+                    .await
+                    .map_err(|e| (stage, c.class_name(), e))?;
             }
         }
     }
@@ -161,15 +162,35 @@ fn read_envelopes(
 /// they are).
 #[derive(Default)]
 pub struct Envelopes {
-    pub key: Option<EnvelopeConverter>,
-    pub value: Option<EnvelopeConverter>,
+    pub key: Option<SchemaConverter>,
+    pub value: Option<SchemaConverter>,
 }
 
 impl Envelopes {
-    pub fn new(common: &crate::config::CommonConfig) -> Self {
+    /// The converters of `common`; an Avro converter without
+    /// `schema.registry.url` uses `builtin`, the worker's registry.
+    pub fn new(
+        common: &crate::config::CommonConfig,
+        builtin: &std::sync::Arc<crate::schema::registry::builtin::BuiltinRegistry>,
+    ) -> Self {
+        let side = |json: Option<crate::config::JsonSchemas>,
+                    avro: &Option<crate::config::AvroSettings>,
+                    is_key: bool| {
+            if let Some(settings) = avro {
+                let registry = crate::schema::registry::for_settings(settings, builtin);
+                return Some(SchemaConverter::Avro(
+                    crate::schema::avro_converter::AvroConverter::new(
+                        registry,
+                        settings.clone(),
+                        is_key,
+                    ),
+                ));
+            }
+            json.map(|j| SchemaConverter::Json(EnvelopeConverter::new(j)))
+        };
         Envelopes {
-            key: common.key_schemas.map(EnvelopeConverter::new),
-            value: common.value_schemas.map(EnvelopeConverter::new),
+            key: side(common.key_schemas, &common.key_avro, true),
+            value: side(common.value_schemas, &common.value_avro, false),
         }
     }
 
@@ -217,9 +238,11 @@ pub(crate) async fn schema_outputs(
             let Some(c) = envelope else { continue };
             let result = if schema.is_none() && input_schema.is_some() {
                 // A transform returned it: its schema follows.
-                c.follow(input_schema.as_ref(), bytes.as_deref(), write)
+                c.follow(&r.topic, input_schema.as_ref(), bytes.as_deref(), write)
+                    .await
             } else if write {
-                c.write_bytes(schema.as_ref(), bytes.as_deref())
+                c.write_bytes(&r.topic, schema.as_ref(), bytes.as_deref())
+                    .await
                     .map(|b| (schema.clone(), b))
             } else {
                 continue;
@@ -227,19 +250,19 @@ pub(crate) async fn schema_outputs(
             match result {
                 Ok((s, b)) => (*schema, *bytes) = (s, b),
                 Err(e) => {
-                    failed = Some((stage, e));
+                    failed = Some((stage, c.class_name(), e));
                     break;
                 }
             }
         }
         match failed {
             None => kept.push((i, r)),
-            Some((stage, e)) => {
+            Some((stage, component, e)) => {
                 errors
                     .tolerate_or_fail(Failure {
                         record: Some(&inputs[i]),
                         stage,
-                        component: CONVERTER_CLASS,
+                        component,
                         error: &e,
                         attempts: 1,
                     })

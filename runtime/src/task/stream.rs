@@ -105,14 +105,16 @@ async fn run_loop(
         let (first, next) = batch_bounds(&batch);
         let converted = check_converters(env, errors, batch).await?;
         let inputs = &converted.inputs;
-        let outputs = transform_all(env, errors, inputs, converted.chain_inputs()).await?;
-        let mut outputs =
-            schema_outputs(env, errors, inputs, converted.chain_inputs(), outputs, true).await?;
+        let mut outputs = transform_all(env, errors, inputs, converted.chain_inputs()).await?;
+        // Routed first: a registry converter names its subject after the
+        // topic the record is written to.
         for (_, r) in &mut outputs {
             r.topic = config.route(&r.topic);
             r.partition = -1;
             r.offset = -1;
         }
+        let outputs =
+            schema_outputs(env, errors, inputs, converted.chain_inputs(), outputs, true).await?;
         env.note_topics(outputs.iter().map(|(_, r)| r.topic.as_str()));
         let produced = match output {
             Output::Plain(producer) => {

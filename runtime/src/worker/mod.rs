@@ -219,6 +219,9 @@ pub struct Worker {
     placement: std::sync::OnceLock<Arc<dyn TaskPlacement>>,
     /// The topics each connector has used, across its restarts.
     active_topics: Arc<ActiveTopics>,
+    /// The built-in schema registry (Avro converters without
+    /// `schema.registry.url`; `/schema-registry` on the REST listener).
+    schema_registry: Arc<crate::schema::registry::builtin::BuiltinRegistry>,
 }
 
 pub struct WorkerOptions {
@@ -240,7 +243,12 @@ pub struct WorkerOptions {
 
 impl Worker {
     pub fn new(options: WorkerOptions) -> anyhow::Result<Self> {
+        let schema_registry = Arc::new(
+            crate::schema::registry::builtin::BuiltinRegistry::new(Some(options.clients.clone()))
+                .map_err(anyhow::Error::msg)?,
+        );
         Ok(Self {
+            schema_registry,
             id: options.id,
             validator: Validator::build(
                 &options.plugin_path,
@@ -338,6 +346,11 @@ impl Worker {
 
     pub fn metrics(&self) -> &Metrics {
         &self.metrics
+    }
+
+    /// The built-in schema registry.
+    pub fn schema_registry(&self) -> &Arc<crate::schema::registry::builtin::BuiltinRegistry> {
+        &self.schema_registry
     }
 
     pub fn clients(&self) -> &KafkaClients {

@@ -105,7 +105,7 @@ impl Worker {
             status: status.clone(),
             active_topics: shared.topics,
             leave_group: leave_group.clone(),
-            envelopes: task::Envelopes::new(&v.common),
+            envelopes: task::Envelopes::new(&v.common, &self.schema_registry),
         };
         let errors = ErrorHandler::new(
             v.common.errors.clone(),
@@ -173,8 +173,8 @@ async fn run_task(
     let context = TaskContext {
         connector: env.connector.to_string(),
         task_id: env.task_id,
-        key_schemas: env.common.key_schemas.is_some(),
-        value_schemas: env.common.value_schemas.is_some(),
+        key_schemas: env.common.key_schemas.is_some() || env.common.key_avro.is_some(),
+        value_schemas: env.common.value_schemas.is_some() || env.common.value_avro.is_some(),
     };
     let chain = env.chain_updates.borrow_and_update().clone();
     if !chain.is_empty() {

@@ -1,0 +1,438 @@
+//! The built-in schema registry's REST API, under `/schema-registry`: the
+//! part of Confluent's Schema Registry API that serializers and operators
+//! use, with its status and error codes (`{"error_code": 40401, ...}`).
+//! Behind the same authentication as the rest of the listener.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde_json::{Value, json};
+
+use crate::herder::Herder;
+use crate::schema::registry::builtin::BuiltinRegistry;
+use crate::schema::registry::{Compatibility, RegistryError};
+
+/// Where the registry is served on the REST listener.
+pub const PREFIX: &str = "/schema-registry";
+
+const CONTENT_TYPE: &str = "application/vnd.schemaregistry.v1+json";
+
+/// Confluent's error body and codes.
+struct Error(StatusCode, u32, String);
+
+impl IntoResponse for Error {
+    fn into_response(self) -> Response {
+        let body = json!({"error_code": self.1, "message": self.2});
+        (
+            self.0,
+            [(axum::http::header::CONTENT_TYPE, CONTENT_TYPE)],
+            body.to_string(),
+        )
+            .into_response()
+    }
+}
+
+fn ok(v: Value) -> Response {
+    (
+        StatusCode::OK,
+        [(axum::http::header::CONTENT_TYPE, CONTENT_TYPE)],
+        v.to_string(),
+    )
+        .into_response()
+}
+
+fn subject_not_found(subject: &str) -> Error {
+    Error(
+        StatusCode::NOT_FOUND,
+        40401,
+        format!("Subject '{subject}' not found."),
+    )
+}
+
+impl From<RegistryError> for Error {
+    fn from(e: RegistryError) -> Self {
+        match e {
+            RegistryError::Unavailable(m) => Error(StatusCode::INTERNAL_SERVER_ERROR, 50002, m),
+            RegistryError::Incompatible(m) => Error(StatusCode::CONFLICT, 409, m),
+            RegistryError::NotFound(m) => Error(StatusCode::NOT_FOUND, 40403, m),
+            RegistryError::Refused(m) => Error(StatusCode::UNPROCESSABLE_ENTITY, 42201, m),
+        }
+    }
+}
+
+type Registry = Arc<BuiltinRegistry>;
+
+pub fn router(herder: Arc<Herder>) -> Router {
+    let registry: Registry = herder.worker().schema_registry().clone();
+    Router::new()
+        .route("/", get(|| async { ok(json!({})) }))
+        .route("/subjects", get(subjects))
+        .route("/subjects/{subject}", post(lookup).delete(refuse_delete))
+        .route("/subjects/{subject}/versions", get(versions).post(register))
+        .route("/subjects/{subject}/versions/{version}", get(version))
+        .route(
+            "/subjects/{subject}/versions/{version}/schema",
+            get(version_schema),
+        )
+        .route("/schemas/ids/{id}", get(schema_by_id))
+        .route("/schemas/ids/{id}/schema", get(raw_schema_by_id))
+        .route("/schemas/ids/{id}/versions", get(id_versions))
+        .route("/schemas/types", get(|| async { ok(json!(["AVRO"])) }))
+        .route("/config", get(global_config).put(put_global_config))
+        .route(
+            "/config/{subject}",
+            get(subject_config)
+                .put(put_subject_config)
+                .delete(delete_subject_config),
+        )
+        .route(
+            "/compatibility/subjects/{subject}/versions/{version}",
+            post(compatibility),
+        )
+        .fallback(|| async {
+            Error(
+                StatusCode::NOT_FOUND,
+                404,
+                "no such endpoint of the schema registry".into(),
+            )
+        })
+        .with_state(registry)
+}
+
+/// A body's `schema` (and, if given, `schemaType`: only AVRO).
+fn schema_of(body: &Bytes) -> Result<String, Error> {
+    let v: Value = serde_json::from_slice(body).map_err(|e| {
+        Error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            42201,
+            format!("the body is not JSON: {e}"),
+        )
+    })?;
+    if let Some(t) = v.get("schemaType").and_then(Value::as_str)
+        && t != "AVRO"
+    {
+        return Err(Error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            42201,
+            format!("schemaType {t} is not supported by Sluice's built-in registry; it holds AVRO"),
+        ));
+    }
+    if v.get("references")
+        .and_then(Value::as_array)
+        .is_some_and(|r| !r.is_empty())
+    {
+        return Err(Error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            42201,
+            "schema references are not supported by Sluice's built-in registry".into(),
+        ));
+    }
+    let schema = v.get("schema").and_then(Value::as_str).ok_or_else(|| {
+        Error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            42201,
+            "the body has no `schema` string".into(),
+        )
+    })?;
+    apache_avro::Schema::parse_str(schema).map_err(|e| {
+        Error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            42201,
+            format!("Invalid schema: {e}"),
+        )
+    })?;
+    Ok(schema.to_string())
+}
+
+fn version_number(version: &str) -> Result<Option<u32>, Error> {
+    match version {
+        "latest" | "-1" => Ok(None),
+        v => v.parse::<u32>().ok().filter(|v| *v >= 1).map(Some).ok_or_else(|| {
+            Error(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                42202,
+                format!("The specified version '{v}' is not a valid version id. Allowed values are between [1, 2^31-1] and the string \"latest\""),
+            )
+        }),
+    }
+}
+
+fn id_number(id: &str) -> Result<u32, Error> {
+    id.parse::<u32>().map_err(|_| {
+        Error(
+            StatusCode::NOT_FOUND,
+            40403,
+            format!("Schema {id} not found"),
+        )
+    })
+}
+
+async fn subjects(State(r): State<Registry>) -> Result<Response, Error> {
+    Ok(ok(json!(r.read(|s| s.subjects()).await?)))
+}
+
+async fn versions(
+    State(r): State<Registry>,
+    Path(subject): Path<String>,
+) -> Result<Response, Error> {
+    let v = r
+        .read(|s| s.versions(&subject))
+        .await?
+        .ok_or_else(|| subject_not_found(&subject))?;
+    Ok(ok(json!(v)))
+}
+
+async fn found_version(
+    r: &Registry,
+    subject: &str,
+    version: &str,
+) -> Result<crate::schema::registry::Registered, Error> {
+    let number = version_number(version)?;
+    let (exists, found) = r
+        .read(|s| (s.versions(subject).is_some(), s.version(subject, number)))
+        .await?;
+    match (exists, found) {
+        (_, Some(f)) => Ok(f),
+        (false, None) => Err(subject_not_found(subject)),
+        (true, None) => Err(Error(
+            StatusCode::NOT_FOUND,
+            40402,
+            format!("Version {version} not found."),
+        )),
+    }
+}
+
+async fn version(
+    State(r): State<Registry>,
+    Path((subject, version)): Path<(String, String)>,
+) -> Result<Response, Error> {
+    let f = found_version(&r, &subject, &version).await?;
+    Ok(ok(
+        json!({"subject": f.subject, "version": f.version, "id": f.id, "schema": f.schema}),
+    ))
+}
+
+async fn version_schema(
+    State(r): State<Registry>,
+    Path((subject, version)): Path<(String, String)>,
+) -> Result<Response, Error> {
+    let f = found_version(&r, &subject, &version).await?;
+    Ok((
+        StatusCode::OK,
+        [(axum::http::header::CONTENT_TYPE, CONTENT_TYPE)],
+        f.schema,
+    )
+        .into_response())
+}
+
+async fn register(
+    State(r): State<Registry>,
+    Path(subject): Path<String>,
+    body: Bytes,
+) -> Result<Response, Error> {
+    let schema = schema_of(&body)?;
+    let id = r.register_checked(&subject, &schema).await?;
+    Ok(ok(json!({"id": id})))
+}
+
+async fn lookup(
+    State(r): State<Registry>,
+    Path(subject): Path<String>,
+    body: Bytes,
+) -> Result<Response, Error> {
+    let schema = schema_of(&body)?;
+    let (exists, found) = r
+        .read(|s| (s.versions(&subject).is_some(), s.find(&subject, &schema)))
+        .await?;
+    match (exists, found) {
+        (_, Some(f)) => Ok(ok(
+            json!({"subject": f.subject, "version": f.version, "id": f.id, "schema": f.schema}),
+        )),
+        (false, None) => Err(subject_not_found(&subject)),
+        (true, None) => Err(Error(
+            StatusCode::NOT_FOUND,
+            40403,
+            "Schema not found".into(),
+        )),
+    }
+}
+
+async fn refuse_delete(Path(subject): Path<String>) -> Error {
+    Error(
+        StatusCode::METHOD_NOT_ALLOWED,
+        405,
+        format!(
+            "Sluice's built-in registry does not delete subjects (`{subject}`): ids and versions stay as written"
+        ),
+    )
+}
+
+async fn schema_by_id(
+    State(r): State<Registry>,
+    Path(id): Path<String>,
+) -> Result<Response, Error> {
+    let id = id_number(&id)?;
+    let schema = r.read(|s| s.schema(id)).await?.ok_or_else(|| {
+        Error(
+            StatusCode::NOT_FOUND,
+            40403,
+            format!("Schema {id} not found"),
+        )
+    })?;
+    Ok(ok(json!({"schema": schema})))
+}
+
+async fn raw_schema_by_id(
+    State(r): State<Registry>,
+    Path(id): Path<String>,
+) -> Result<Response, Error> {
+    let id = id_number(&id)?;
+    let schema = r.read(|s| s.schema(id)).await?.ok_or_else(|| {
+        Error(
+            StatusCode::NOT_FOUND,
+            40403,
+            format!("Schema {id} not found"),
+        )
+    })?;
+    Ok((
+        StatusCode::OK,
+        [(axum::http::header::CONTENT_TYPE, CONTENT_TYPE)],
+        schema,
+    )
+        .into_response())
+}
+
+async fn id_versions(State(r): State<Registry>, Path(id): Path<String>) -> Result<Response, Error> {
+    let id = id_number(&id)?;
+    let uses = r.read(|s| s.schema(id).map(|_| s.uses(id))).await?;
+    let uses = uses.ok_or_else(|| {
+        Error(
+            StatusCode::NOT_FOUND,
+            40403,
+            format!("Schema {id} not found"),
+        )
+    })?;
+    Ok(ok(json!(
+        uses.into_iter()
+            .map(|(subject, version)| json!({"subject": subject, "version": version}))
+            .collect::<Vec<_>>()
+    )))
+}
+
+fn level_of(body: &Bytes) -> Result<Compatibility, Error> {
+    let v: Value = serde_json::from_slice(body).map_err(|e| {
+        Error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            42203,
+            format!("the body is not JSON: {e}"),
+        )
+    })?;
+    let name = v
+        .get("compatibility")
+        .or_else(|| v.get("compatibilityLevel"))
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    Compatibility::parse(name).ok_or_else(|| {
+        Error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            42203,
+            format!("Invalid compatibility level `{name}`: one of BACKWARD, BACKWARD_TRANSITIVE, FORWARD, FORWARD_TRANSITIVE, FULL, FULL_TRANSITIVE, NONE"),
+        )
+    })
+}
+
+async fn global_config(State(r): State<Registry>) -> Result<Response, Error> {
+    let level = r.read(|s| s.level(None)).await?.unwrap_or_default();
+    Ok(ok(json!({"compatibilityLevel": level.name()})))
+}
+
+async fn put_global_config(State(r): State<Registry>, body: Bytes) -> Result<Response, Error> {
+    let level = level_of(&body)?;
+    r.set_level(None, Some(level)).await?;
+    Ok(ok(json!({"compatibility": level.name()})))
+}
+
+#[derive(serde::Deserialize)]
+struct ConfigQuery {
+    #[serde(rename = "defaultToGlobal", default)]
+    default_to_global: bool,
+}
+
+async fn subject_config(
+    State(r): State<Registry>,
+    Path(subject): Path<String>,
+    axum::extract::Query(q): axum::extract::Query<ConfigQuery>,
+) -> Result<Response, Error> {
+    let (own, global) = r
+        .read(|s| (s.level(Some(&subject)), s.level(None).unwrap_or_default()))
+        .await?;
+    match (own, q.default_to_global) {
+        (Some(l), _) => Ok(ok(json!({"compatibilityLevel": l.name()}))),
+        (None, true) => Ok(ok(json!({"compatibilityLevel": global.name()}))),
+        (None, false) => Err(Error(
+            StatusCode::NOT_FOUND,
+            40408,
+            format!("Subject '{subject}' does not have subject-level compatibility configured"),
+        )),
+    }
+}
+
+async fn put_subject_config(
+    State(r): State<Registry>,
+    Path(subject): Path<String>,
+    body: Bytes,
+) -> Result<Response, Error> {
+    let level = level_of(&body)?;
+    r.set_level(Some(&subject), Some(level)).await?;
+    Ok(ok(json!({"compatibility": level.name()})))
+}
+
+async fn delete_subject_config(
+    State(r): State<Registry>,
+    Path(subject): Path<String>,
+) -> Result<Response, Error> {
+    let own = r.read(|s| s.level(Some(&subject))).await?;
+    let Some(level) = own else {
+        return Err(subject_not_found(&subject));
+    };
+    r.set_level(Some(&subject), None).await?;
+    Ok(ok(json!({"compatibilityLevel": level.name()})))
+}
+
+async fn compatibility(
+    State(r): State<Registry>,
+    Path((subject, version)): Path<(String, String)>,
+    body: Bytes,
+) -> Result<Response, Error> {
+    let schema = schema_of(&body)?;
+    let number = version_number(&version)?;
+    let result = r
+        .read(|s| {
+            let against = s.version(&subject, number)?;
+            let level = s
+                .level(Some(&subject))
+                .unwrap_or(s.level(None).unwrap_or_default());
+            // One version is named: checked against it alone.
+            let level = match level {
+                Compatibility::BackwardTransitive => Compatibility::Backward,
+                Compatibility::ForwardTransitive => Compatibility::Forward,
+                Compatibility::FullTransitive => Compatibility::Full,
+                l => l,
+            };
+            Some(level.check(&schema, &[against.schema.as_str()]))
+        })
+        .await?;
+    match result {
+        None => Err(found_version(&r, &subject, &version)
+            .await
+            .err()
+            .unwrap_or_else(|| subject_not_found(&subject))),
+        Some(Ok(())) => Ok(ok(json!({"is_compatible": true}))),
+        Some(Err(m)) => Ok(ok(json!({"is_compatible": false, "messages": [m]}))),
+    }
+}

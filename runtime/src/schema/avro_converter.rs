@@ -1,0 +1,343 @@
+//! Confluent's `AvroConverter`: keys or values in Confluent's wire format
+//! (magic byte 0, the schema's id as 4 big-endian bytes, the Avro datum),
+//! with the schemas in a registry (an external one, or the worker's own).
+//!
+//! Reading gives the record's Connect schema and its payload in a sink's
+//! form, as `JsonConverter` with schemas does, so transforms, follow and
+//! sinks treat both alike. A schema id is looked up once and cached; so is
+//! the id of each (subject, schema) written.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use apache_avro::Schema as Avro;
+use sluice_sdk::{ConnectError, Schema};
+
+use super::avro;
+use super::json;
+use super::payload::{self, Form, Path, Settings};
+use super::registry::{Registry, RegistryError};
+use super::{WithSchema, class, follow};
+use crate::config::{AvroSettings, SubjectNameStrategy};
+
+/// The class a converter's failures name.
+pub const AVRO_CONVERTER_CLASS: &str = "io.confluent.connect.avro.AvroConverter";
+
+/// Confluent's wire format starts with this byte.
+const MAGIC: u8 = 0;
+
+/// A writer's schema, ready to decode with.
+struct ReaderSchema {
+    avro: Avro,
+    connect: Arc<Schema>,
+}
+
+/// A schema to write with, and its id.
+struct WriterSchema {
+    id: u32,
+    avro: Avro,
+    named: HashMap<String, Avro>,
+}
+
+pub struct AvroConverter {
+    registry: Arc<dyn Registry>,
+    settings: AvroSettings,
+    is_key: bool,
+    readers: Mutex<HashMap<u32, Arc<ReaderSchema>>>,
+    writers: Mutex<HashMap<WriterKey, Arc<WriterSchema>>>,
+}
+
+/// A subject and the Connect schema written under it.
+type WriterKey = (String, Arc<Schema>);
+
+fn data(class: &'static str, message: String) -> ConnectError {
+    ConnectError::data(message).with_class(class)
+}
+
+impl AvroConverter {
+    pub fn new(registry: Arc<dyn Registry>, settings: AvroSettings, is_key: bool) -> Self {
+        AvroConverter {
+            registry,
+            settings,
+            is_key,
+            readers: Mutex::new(HashMap::new()),
+            writers: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn payload_settings() -> Settings {
+        Settings::default()
+    }
+
+    async fn reader(&self, id: u32) -> Result<Arc<ReaderSchema>, ConnectError> {
+        if let Some(r) = self.readers.lock().expect("avro readers").get(&id) {
+            return Ok(r.clone());
+        }
+        let text = self.registry.schema_by_id(id).await.map_err(|e| match e {
+            RegistryError::NotFound(m) => data(
+                "SchemaNotFound",
+                format!("{m} (the record names schema id {id})"),
+            ),
+            other => other.into(),
+        })?;
+        let avro = Avro::parse_str(&text).map_err(|e| {
+            data(
+                class::INVALID_SCHEMA,
+                format!("the schema with id {id} is not valid Avro: {e}"),
+            )
+        })?;
+        let connect = avro::to_connect(&text).map_err(|e| {
+            data(
+                class::INVALID_SCHEMA,
+                format!("the schema with id {id} has no Connect form: {e}"),
+            )
+        })?;
+        let reader = Arc::new(ReaderSchema {
+            avro,
+            connect: Arc::new(connect),
+        });
+        self.readers
+            .lock()
+            .expect("avro readers")
+            .insert(id, reader.clone());
+        Ok(reader)
+    }
+
+    /// Reads a key or value as Kafka holds it: its schema and its payload
+    /// in a sink's form (`None` for Kafka's null or an Avro null).
+    pub async fn read(&self, bytes: Option<&[u8]>) -> Result<WithSchema, ConnectError> {
+        let Some(bytes) = bytes else {
+            return Ok((None, None));
+        };
+        if bytes.len() < 5 || bytes[0] != MAGIC {
+            return Err(data(
+                "UnknownMagicByte",
+                format!(
+                    "not in Confluent's wire format: {} (Avro from a registry starts with the byte 0 and a 4-byte schema id)",
+                    if bytes.is_empty() {
+                        "no bytes".to_string()
+                    } else if bytes.len() < 5 {
+                        format!("only {} bytes", bytes.len())
+                    } else {
+                        format!("the first byte is {}", bytes[0])
+                    }
+                ),
+            ));
+        }
+        let id = u32::from_be_bytes(bytes[1..5].try_into().expect("4 bytes"));
+        let reader = self.reader(id).await?;
+        let mut datum = &bytes[5..];
+        let value = avro::decode(&reader.avro, &mut datum).map_err(|e| {
+            data(
+                "MalformedAvro",
+                format!("the Avro datum does not decode with schema id {id}: {e}"),
+            )
+        })?;
+        if !datum.is_empty() {
+            return Err(data(
+                "MalformedAvro",
+                format!(
+                    "{} bytes follow the Avro datum of schema id {id}",
+                    datum.len()
+                ),
+            ));
+        }
+        let envelope = avro::read_value(&value, &reader.connect)
+            .map_err(|e| data(class::SCHEMA_MISMATCH, format!("schema id {id}: {e}")))?;
+        if matches!(envelope, json::Json::Null) {
+            return Ok((Some(reader.connect.clone()), None));
+        }
+        let mut out = Vec::with_capacity(bytes.len() * 2);
+        payload::convert(
+            &reader.connect,
+            Some(&envelope),
+            Form::Envelope,
+            Form::Sink,
+            Self::payload_settings(),
+            &mut out,
+            &mut Path::new("payload"),
+        )
+        .map_err(|e| data(class::SCHEMA_MISMATCH, format!("schema id {id}: {e}")))?;
+        Ok((Some(reader.connect.clone()), Some(out)))
+    }
+
+    fn subject(&self, topic: &str, schema: &Schema) -> Result<String, ConnectError> {
+        let suffix = if self.is_key { "key" } else { "value" };
+        let record_name = || {
+            schema.name.clone().filter(|_| matches!(schema.kind, sluice_sdk::schema::SchemaKind::Struct(_))).ok_or_else(|| {
+                ConnectError::data(format!(
+                    "the {suffix} subject name strategy needs a record name, and this {suffix}'s schema is {} without one",
+                    schema.kind.type_name()
+                ))
+                .with_class("SubjectName")
+            })
+        };
+        Ok(match self.settings.subject_name_strategy {
+            SubjectNameStrategy::TopicName => format!("{topic}-{suffix}"),
+            SubjectNameStrategy::RecordName => record_name()?,
+            SubjectNameStrategy::TopicRecordName => format!("{topic}-{}", record_name()?),
+        })
+    }
+
+    async fn writer(
+        &self,
+        subject: &str,
+        schema: &Arc<Schema>,
+    ) -> Result<Arc<WriterSchema>, ConnectError> {
+        let key = (subject.to_string(), schema.clone());
+        if let Some(w) = self.writers.lock().expect("avro writers").get(&key) {
+            return Ok(w.clone());
+        }
+        let (id, text) = if self.settings.use_latest_version {
+            let latest = self.registry.latest(subject).await?.ok_or_else(|| {
+                data(
+                    "SchemaNotFound",
+                    format!("use.latest.version is set and the subject `{subject}` has no version"),
+                )
+            })?;
+            (latest.id, latest.schema)
+        } else {
+            let text = avro::from_connect(schema).to_string();
+            let id = if self.settings.auto_register_schemas {
+                self.registry.register(subject, &text).await?
+            } else {
+                self.registry
+                    .lookup(subject, &text)
+                    .await?
+                    .ok_or_else(|| {
+                        data(
+                            "SchemaNotFound",
+                            format!(
+                                "the schema is not registered under `{subject}` and auto.register.schemas is false: {text}"
+                            ),
+                        )
+                    })?
+                    .id
+            };
+            (id, text)
+        };
+        let avro = Avro::parse_str(&text).map_err(|e| {
+            data(
+                class::INVALID_SCHEMA,
+                format!("the schema of `{subject}` (id {id}) is not valid Avro: {e}"),
+            )
+        })?;
+        let named = avro::named_types(&avro);
+        let writer = Arc::new(WriterSchema { id, avro, named });
+        self.writers
+            .lock()
+            .expect("avro writers")
+            .insert(key, writer.clone());
+        Ok(writer)
+    }
+
+    /// A payload (in a sink's form) with its schema, in the wire format.
+    pub async fn write(
+        &self,
+        topic: &str,
+        schema: Option<&Arc<Schema>>,
+        payload: Option<&json::Json>,
+    ) -> Result<Option<Vec<u8>>, ConnectError> {
+        let Some(payload) = payload else {
+            return Ok(None);
+        };
+        let Some(schema) = schema else {
+            return Err(data(
+                "SchemaRequired",
+                "AvroConverter writes records with a schema, and this one has none (a source must give one, or a transform's output must follow its input's)".to_string(),
+            ));
+        };
+        let mut envelope = Vec::new();
+        payload::convert(
+            schema,
+            Some(payload),
+            Form::Sink,
+            Form::Envelope,
+            Self::payload_settings(),
+            &mut envelope,
+            &mut Path::new("payload"),
+        )
+        .map_err(|e| {
+            data(
+                class::SCHEMA_MISMATCH,
+                format!("the payload does not fit its schema: {e}"),
+            )
+        })?;
+        let envelope = json::parse(&envelope).expect("convert writes JSON");
+        let subject = self.subject(topic, schema)?;
+        let writer = self.writer(&subject, schema).await?;
+        let value =
+            avro::write_value(&envelope, &writer.avro, &writer.named, "payload").map_err(|e| {
+                data(
+                    class::SCHEMA_MISMATCH,
+                    format!(
+                        "the payload does not fit the Avro schema of `{subject}` (id {}): {e}",
+                        writer.id
+                    ),
+                )
+            })?;
+        let datum = avro::encode(&writer.avro, value).map_err(|e| {
+            data(
+                class::SCHEMA_MISMATCH,
+                format!(
+                    "the payload does not encode with the Avro schema of `{subject}` (id {}): {e}",
+                    writer.id
+                ),
+            )
+        })?;
+        let mut out = Vec::with_capacity(datum.len() + 5);
+        out.push(MAGIC);
+        out.extend_from_slice(&writer.id.to_be_bytes());
+        out.extend_from_slice(&datum);
+        Ok(Some(out))
+    }
+
+    fn parse(payload: Option<&[u8]>, what: &str) -> Result<Option<json::Json>, ConnectError> {
+        payload
+            .map(|b| {
+                json::parse(b)
+                    .map_err(|e| data(class::MALFORMED_JSON, format!("{what} is not JSON: {e}")))
+            })
+            .transpose()
+    }
+
+    /// A transform's output: its schema followed from the input's, and,
+    /// `write`, its wire format.
+    pub async fn follow(
+        &self,
+        topic: &str,
+        input: Option<&Arc<Schema>>,
+        payload: Option<&[u8]>,
+        write: bool,
+    ) -> Result<WithSchema, ConnectError> {
+        let v = Self::parse(payload, "the transformed payload")?;
+        let schema = match (input, &v) {
+            (None, _) => None,
+            (Some(s), None) => (s.optional || s.default.is_some()).then(|| s.clone()),
+            (Some(s), Some(v)) => {
+                Some(follow::follow(s, v, Self::payload_settings()).map_err(|e| {
+                    data(
+                        class::SCHEMA_INFERENCE,
+                        format!("the transformed payload has no schema: {e}"),
+                    )
+                })?)
+            }
+        };
+        if !write {
+            return Ok((schema, payload.map(<[u8]>::to_vec)));
+        }
+        let bytes = self.write(topic, schema.as_ref(), v.as_ref()).await?;
+        Ok((schema, bytes))
+    }
+
+    /// A payload with a schema already known: its wire format.
+    pub async fn write_bytes(
+        &self,
+        topic: &str,
+        schema: Option<&Arc<Schema>>,
+        payload: Option<&[u8]>,
+    ) -> Result<Option<Vec<u8>>, ConnectError> {
+        let v = Self::parse(payload, "the payload")?;
+        self.write(topic, schema, v.as_ref()).await
+    }
+}

@@ -1,0 +1,481 @@
+//! The worker's own schema registry, used when a converter names no
+//! `schema.registry.url`, and served in Confluent's REST API under
+//! `/schema-registry` (`crate::rest::registry`).
+//!
+//! Schemas live in a compacted Kafka topic (`_sluice_schemas`, one
+//! partition), so they survive restarts and every worker of a cluster
+//! reads the same ones. The topic is a log every worker replays in the
+//! same order, so all of them derive the same ids and versions without a
+//! leader:
+//!
+//! - a registration is a record with a key of its own (never compacted
+//!   away) whose value is `{"subject", "schema"}`; replaying it gives the
+//!   schema the next id if its text is new, and the subject its next
+//!   version if the subject does not have it yet;
+//! - a compatibility level is a record keyed by its subject (or none for
+//!   the global one); the latest wins.
+//!
+//! A registration is checked for compatibility against the subject's
+//! versions read up to the end of the log just before it is written.
+//! Two workers registering different versions of one subject in the same
+//! instant may both pass; Confluent's registry closes that window with a
+//! single leader.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use super::{Compatibility, Registered, Registry, RegistryError};
+use crate::kafka::KafkaClients;
+
+/// The topic that holds the worker's schemas.
+pub const TOPIC: &str = "_sluice_schemas";
+
+/// The replayed log.
+#[derive(Default)]
+pub struct State {
+    /// Schema texts by id - 1.
+    schemas: Vec<String>,
+    /// Ids by normalised text (the schema's JSON with sorted keys and no
+    /// whitespace, so spacing and member order do not make a new id).
+    ids: HashMap<String, u32>,
+    /// Each subject's versions (their ids), oldest first.
+    subjects: BTreeMap<String, Vec<u32>>,
+    global: Compatibility,
+    levels: HashMap<String, Compatibility>,
+}
+
+/// A schema's identity: its JSON, keys sorted, without whitespace.
+pub fn normalise(schema: &str) -> Result<String, String> {
+    fn sorted(v: Value) -> Value {
+        match v {
+            // Sorted here: serde_json keeps members in their order when
+            // another crate turns on its `preserve_order`.
+            Value::Object(members) => {
+                let mut members: Vec<(String, Value)> = members.into_iter().collect();
+                members.sort_by(|a, b| a.0.cmp(&b.0));
+                Value::Object(members.into_iter().map(|(k, v)| (k, sorted(v))).collect())
+            }
+            Value::Array(items) => Value::Array(items.into_iter().map(sorted).collect()),
+            other => other,
+        }
+    }
+    serde_json::from_str::<Value>(schema)
+        .map(|v| sorted(v).to_string())
+        .map_err(|e| format!("the schema is not JSON: {e}"))
+}
+
+impl State {
+    fn apply(&mut self, key: &Value, value: Option<&Value>) {
+        match key["type"].as_str() {
+            Some("SCHEMA") => {
+                let Some(v) = value else { return };
+                let (Some(subject), Some(schema)) = (v["subject"].as_str(), v["schema"].as_str())
+                else {
+                    return;
+                };
+                let Ok(norm) = normalise(schema) else { return };
+                let id = match self.ids.get(&norm) {
+                    Some(id) => *id,
+                    None => {
+                        self.schemas.push(schema.to_string());
+                        let id = self.schemas.len() as u32;
+                        self.ids.insert(norm, id);
+                        id
+                    }
+                };
+                let versions = self.subjects.entry(subject.to_string()).or_default();
+                if !versions.contains(&id) {
+                    versions.push(id);
+                }
+            }
+            Some("CONFIG") => {
+                let level = value
+                    .and_then(|v| v["compatibilityLevel"].as_str())
+                    .and_then(Compatibility::parse);
+                match (key["subject"].as_str(), level) {
+                    (None, Some(l)) => self.global = l,
+                    (None, None) => self.global = Compatibility::default(),
+                    (Some(s), Some(l)) => {
+                        self.levels.insert(s.to_string(), l);
+                    }
+                    (Some(s), None) => {
+                        self.levels.remove(s);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    pub fn subjects(&self) -> Vec<String> {
+        self.subjects.keys().cloned().collect()
+    }
+
+    pub fn versions(&self, subject: &str) -> Option<Vec<u32>> {
+        self.subjects
+            .get(subject)
+            .map(|v| (1..=v.len() as u32).collect())
+    }
+
+    pub fn version(&self, subject: &str, version: Option<u32>) -> Option<Registered> {
+        let versions = self.subjects.get(subject)?;
+        let v = match version {
+            None => versions.len() as u32,
+            Some(v) => v,
+        };
+        let id = *versions.get((v as usize).checked_sub(1)?)?;
+        Some(Registered {
+            subject: subject.to_string(),
+            version: v,
+            id,
+            schema: self.schemas[id as usize - 1].clone(),
+        })
+    }
+
+    pub fn schema(&self, id: u32) -> Option<String> {
+        self.schemas.get((id as usize).checked_sub(1)?).cloned()
+    }
+
+    /// The subjects and versions that hold this id.
+    pub fn uses(&self, id: u32) -> Vec<(String, u32)> {
+        self.subjects
+            .iter()
+            .filter_map(|(s, v)| {
+                v.iter()
+                    .position(|x| *x == id)
+                    .map(|i| (s.clone(), i as u32 + 1))
+            })
+            .collect()
+    }
+
+    pub fn find(&self, subject: &str, schema: &str) -> Option<Registered> {
+        let id = *self.ids.get(&normalise(schema).ok()?)?;
+        let versions = self.subjects.get(subject)?;
+        let i = versions.iter().position(|x| *x == id)?;
+        self.version(subject, Some(i as u32 + 1))
+    }
+
+    pub fn level(&self, subject: Option<&str>) -> Option<Compatibility> {
+        match subject {
+            None => Some(self.global),
+            Some(s) => self.levels.get(s).copied(),
+        }
+    }
+
+    /// Whether `schema` may be added to `subject` under its level.
+    pub fn check(&self, subject: &str, schema: &str) -> Result<(), String> {
+        let level = self.levels.get(subject).copied().unwrap_or(self.global);
+        let existing: Vec<&str> = self
+            .subjects
+            .get(subject)
+            .map(|v| {
+                v.iter()
+                    .map(|id| self.schemas[*id as usize - 1].as_str())
+                    .collect()
+            })
+            .unwrap_or_default();
+        level.check(schema, &existing)
+    }
+}
+
+/// The topic: written by a producer, replayed by one reader.
+struct Log {
+    clients: KafkaClients,
+    producer: rdkafka::producer::FutureProducer,
+    reader: Mutex<Option<rdkafka::consumer::BaseConsumer<crate::kafka::LogReaderContext>>>,
+    /// The next offset to replay.
+    next: Mutex<i64>,
+}
+
+/// The built-in registry.
+pub struct BuiltinRegistry {
+    state: Arc<Mutex<State>>,
+    /// `None`: in memory only (tests of the REST API without Kafka).
+    log: Option<Arc<Log>>,
+    /// Registrations and config changes, one at a time on this worker.
+    writes: tokio::sync::Mutex<()>,
+    topic_ready: tokio::sync::OnceCell<()>,
+}
+
+impl BuiltinRegistry {
+    pub fn new(clients: Option<KafkaClients>) -> Result<Self, String> {
+        let log = match clients {
+            None => None,
+            Some(clients) => {
+                let producer = clients
+                    .producer("sluice-schema-registry", &Default::default())
+                    .map_err(|e| format!("the schema registry's producer: {e}"))?;
+                Some(Arc::new(Log {
+                    clients,
+                    producer,
+                    reader: Mutex::new(None),
+                    next: Mutex::new(0),
+                }))
+            }
+        };
+        Ok(BuiltinRegistry {
+            state: Arc::new(Mutex::new(State::default())),
+            log,
+            writes: tokio::sync::Mutex::new(()),
+            topic_ready: tokio::sync::OnceCell::new(),
+        })
+    }
+
+    async fn ensure_topic(&self, log: &Log) -> Result<(), RegistryError> {
+        self.topic_ready
+            .get_or_try_init(|| async {
+                let replication = log.clients.offsets_topic().replication;
+                log.clients
+                    .ensure_internal_topic(TOPIC, 1, replication, true)
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| {
+                        RegistryError::Unavailable(format!(
+                            "cannot create the schemas topic `{TOPIC}`: {e:#}"
+                        ))
+                    })
+            })
+            .await
+            .map(|_| ())
+    }
+
+    /// Replays the log up to its end.
+    pub async fn catch_up(&self) -> Result<(), RegistryError> {
+        let Some(log) = self.log.clone() else {
+            return Ok(());
+        };
+        self.ensure_topic(&log).await?;
+        let state = self.state.clone();
+        tokio::task::spawn_blocking(move || log.replay(&state))
+            .await
+            .map_err(|e| RegistryError::Unavailable(format!("the schemas reader failed: {e}")))?
+    }
+
+    /// A read of the replayed state, after catching up.
+    pub async fn read<T>(&self, f: impl FnOnce(&State) -> T) -> Result<T, RegistryError> {
+        self.catch_up().await?;
+        Ok(f(&self.state.lock().expect("schemas")))
+    }
+
+    async fn append(&self, key: Value, value: Option<Value>) -> Result<(), RegistryError> {
+        let Some(log) = &self.log else {
+            self.state
+                .lock()
+                .expect("schemas")
+                .apply(&key, value.as_ref());
+            return Ok(());
+        };
+        let record = sluice_sdk::Record {
+            topic: TOPIC.to_string(),
+            partition: 0,
+            offset: -1,
+            key: Some(key.to_string().into_bytes()),
+            value: value.map(|v| v.to_string().into_bytes()),
+            ..Default::default()
+        };
+        for r in crate::kafka::produce_each(&log.producer, std::slice::from_ref(&record)).await {
+            r.map_err(|e| {
+                RegistryError::Unavailable(format!(
+                    "cannot write to `{TOPIC}`: {}",
+                    e.full_message()
+                ))
+            })?;
+        }
+        self.catch_up().await
+    }
+
+    /// Registers `schema` under `subject`: its id, and whether it is new
+    /// to the subject.
+    pub async fn register_checked(
+        &self,
+        subject: &str,
+        schema: &str,
+    ) -> Result<u32, RegistryError> {
+        apache_avro::Schema::parse_str(schema)
+            .map_err(|e| RegistryError::Refused(format!("Invalid schema: {e}")))?;
+        let _one = self.writes.lock().await;
+        self.catch_up().await?;
+        {
+            let state = self.state.lock().expect("schemas");
+            if let Some(r) = state.find(subject, schema) {
+                return Ok(r.id);
+            }
+            state.check(subject, schema).map_err(|e| {
+                RegistryError::Incompatible(format!(
+                    "Schema being registered is incompatible with an earlier schema for subject \"{subject}\": {e}"
+                ))
+            })?;
+        }
+        let nonce: u128 = rand::random();
+        self.append(
+            json!({"type": "SCHEMA", "subject": subject, "request": format!("{nonce:032x}")}),
+            Some(json!({"subject": subject, "schema": schema})),
+        )
+        .await?;
+        let state = self.state.lock().expect("schemas");
+        state.find(subject, schema).map(|r| r.id).ok_or_else(|| {
+            RegistryError::Unavailable(format!(
+                "the registration of `{subject}` was written but not read back from `{TOPIC}`"
+            ))
+        })
+    }
+
+    /// Sets (`Some`) or removes (`None`) a compatibility level; no subject
+    /// for the global one.
+    pub async fn set_level(
+        &self,
+        subject: Option<&str>,
+        level: Option<Compatibility>,
+    ) -> Result<(), RegistryError> {
+        let _one = self.writes.lock().await;
+        self.append(
+            json!({"type": "CONFIG", "subject": subject}),
+            level.map(|l| json!({"compatibilityLevel": l.name()})),
+        )
+        .await
+    }
+}
+
+impl Log {
+    fn replay(&self, state: &Mutex<State>) -> Result<(), RegistryError> {
+        use rdkafka::consumer::Consumer;
+        use rdkafka::error::KafkaError;
+        use rdkafka::{Message, Offset, TopicPartitionList};
+        let unavailable = |what: &str, e: KafkaError| {
+            RegistryError::Unavailable(format!("{what} `{TOPIC}`: {e}"))
+        };
+        let mut reader = self.reader.lock().expect("schemas reader");
+        let mut next = self.next.lock().expect("schemas offset");
+        if reader.is_none() {
+            let consumer = self
+                .clients
+                .log_reader()
+                .map_err(|e| unavailable("cannot read", e))?;
+            let mut tpl = TopicPartitionList::new();
+            tpl.add_partition_offset(TOPIC, 0, Offset::Offset(*next))
+                .map_err(|e| unavailable("cannot read", e))?;
+            consumer
+                .assign(&tpl)
+                .map_err(|e| unavailable("cannot read", e))?;
+            *reader = Some(consumer);
+        }
+        let consumer = reader.as_ref().expect("set above");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        // A topic just created may have no leader for a moment.
+        let high = loop {
+            match consumer.fetch_watermarks(TOPIC, 0, Duration::from_secs(10)) {
+                Ok((_, high)) => break high,
+                Err(e) if Instant::now() > deadline => {
+                    return Err(unavailable("cannot find the end of", e));
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(200)),
+            }
+        };
+        while *next < high {
+            if Instant::now() > deadline {
+                return Err(RegistryError::Unavailable(format!(
+                    "reading `{TOPIC}` did not reach offset {high} within 30 s (at {})",
+                    *next
+                )));
+            }
+            match consumer.poll(Duration::from_millis(100)) {
+                None | Some(Err(KafkaError::PartitionEOF(_))) => {}
+                Some(Err(e)) => return Err(unavailable("cannot read", e)),
+                Some(Ok(m)) => {
+                    *next = m.offset() + 1;
+                    let Some(key) = m
+                        .key()
+                        .and_then(|k| serde_json::from_slice::<Value>(k).ok())
+                    else {
+                        tracing::warn!(
+                            topic = TOPIC,
+                            offset = m.offset(),
+                            "skipping a record whose key is not JSON"
+                        );
+                        continue;
+                    };
+                    let value = m
+                        .payload()
+                        .and_then(|v| serde_json::from_slice::<Value>(v).ok());
+                    state.lock().expect("schemas").apply(&key, value.as_ref());
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Registry for BuiltinRegistry {
+    async fn schema_by_id(&self, id: u32) -> Result<String, RegistryError> {
+        if let Some(s) = self.state.lock().expect("schemas").schema(id) {
+            return Ok(s);
+        }
+        self.read(|s| s.schema(id)).await?.ok_or_else(|| {
+            RegistryError::NotFound(format!(
+                "the built-in schema registry has no schema with id {id}"
+            ))
+        })
+    }
+
+    async fn register(&self, subject: &str, schema: &str) -> Result<u32, RegistryError> {
+        self.register_checked(subject, schema).await
+    }
+
+    async fn lookup(
+        &self,
+        subject: &str,
+        schema: &str,
+    ) -> Result<Option<Registered>, RegistryError> {
+        self.read(|s| s.find(subject, schema)).await
+    }
+
+    async fn latest(&self, subject: &str) -> Result<Option<Registered>, RegistryError> {
+        self.read(|s| s.version(subject, None)).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn ids_and_versions_follow_the_log() {
+        let r = BuiltinRegistry::new(None).unwrap();
+        let a = r#"{"type":"record","name":"A","fields":[{"name":"x","type":"long"}]}"#;
+        let a_spaced =
+            r#"{ "name": "A", "type": "record", "fields": [ {"type": "long", "name": "x"} ] }"#;
+        let b = r#"{"type":"record","name":"A","fields":[{"name":"x","type":"long"},{"name":"y","type":["null","string"],"default":null}]}"#;
+        assert_eq!(r.register("s-value", a).await.unwrap(), 1);
+        assert_eq!(
+            r.register("s-value", a_spaced).await.unwrap(),
+            1,
+            "the same schema, spaced"
+        );
+        assert_eq!(
+            r.register("t-value", a).await.unwrap(),
+            1,
+            "one id across subjects"
+        );
+        assert_eq!(r.register("s-value", b).await.unwrap(), 2);
+        let latest = r.latest("s-value").await.unwrap().unwrap();
+        assert_eq!((latest.version, latest.id), (2, 2));
+        assert_eq!(r.lookup("t-value", b).await.unwrap(), None);
+        let required = r#"{"type":"record","name":"A","fields":[{"name":"x","type":"long"},{"name":"z","type":"string"}]}"#;
+        let e = r.register("s-value", required).await.unwrap_err();
+        assert!(matches!(e, RegistryError::Incompatible(_)), "{e}");
+        r.set_level(Some("s-value"), Some(Compatibility::None))
+            .await
+            .unwrap();
+        assert_eq!(r.register("s-value", required).await.unwrap(), 3);
+        let e = r
+            .register("s-value", "{\"type\":\"nope\"}")
+            .await
+            .unwrap_err();
+        assert!(matches!(e, RegistryError::Refused(_)), "{e}");
+    }
+}

@@ -1,0 +1,200 @@
+//! A client of an external schema registry in Confluent's REST API
+//! (`schema.registry.url`, several tried in turn; basic auth; a PEM
+//! trust store).
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use super::{Registered, Registry, RegistryError};
+
+const CONTENT_TYPE: &str = "application/vnd.schemaregistry.v1+json";
+
+/// How to reach a registry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientConfig {
+    pub urls: Vec<String>,
+    /// `basic.auth.user.info` (`user:password`) with
+    /// `basic.auth.credentials.source=USER_INFO`.
+    pub basic_auth: Option<(String, String)>,
+    /// `schema.registry.ssl.truststore.location` with type PEM.
+    pub trust_pem: Option<String>,
+}
+
+pub struct HttpRegistry {
+    http: reqwest::Client,
+    config: ClientConfig,
+}
+
+impl HttpRegistry {
+    pub fn new(config: ClientConfig) -> Result<Self, String> {
+        let mut builder = reqwest::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .connect_timeout(Duration::from_secs(10));
+        if let Some(path) = &config.trust_pem {
+            let pem = std::fs::read(path)
+                .map_err(|e| format!("cannot read the trust store `{path}`: {e}"))?;
+            for cert in reqwest::Certificate::from_pem_bundle(&pem)
+                .map_err(|e| format!("the trust store `{path}` is not PEM certificates: {e}"))?
+            {
+                builder = builder.add_root_certificate(cert);
+            }
+        }
+        let http = builder
+            .build()
+            .map_err(|e| format!("cannot build the registry's HTTP client: {e}"))?;
+        Ok(HttpRegistry { http, config })
+    }
+
+    /// One request, to each URL in turn until one answers; `Ok(None)` for
+    /// a 404.
+    async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<Option<Value>, RegistryError> {
+        let mut last = String::new();
+        for base in &self.config.urls {
+            let url = format!("{}{path}", base.trim_end_matches('/'));
+            let mut request = self
+                .http
+                .request(method.clone(), &url)
+                .header(reqwest::header::ACCEPT, CONTENT_TYPE);
+            if let Some((user, password)) = &self.config.basic_auth {
+                request = request.basic_auth(user, Some(password));
+            }
+            if let Some(body) = &body {
+                request = request
+                    .header(reqwest::header::CONTENT_TYPE, CONTENT_TYPE)
+                    .body(body.to_string());
+            }
+            let response = match request.send().await {
+                Ok(r) => r,
+                Err(e) => {
+                    last = format!("{url}: {e}");
+                    continue;
+                }
+            };
+            let status = response.status();
+            let text = response.text().await.unwrap_or_default();
+            if status.is_server_error() {
+                last = format!("{url} answered {status}: {text}");
+                continue;
+            }
+            let parsed: Value = serde_json::from_str(&text).unwrap_or(Value::String(text.clone()));
+            if status.is_success() {
+                return Ok(Some(parsed));
+            }
+            let message = parsed["message"].as_str().unwrap_or(&text).to_string();
+            let code = parsed["error_code"].as_u64().unwrap_or(0);
+            return match status.as_u16() {
+                404 if code == 40401 || code == 40403 || code == 404 || code == 0 => Ok(None),
+                404 => Ok(None),
+                409 => Err(RegistryError::Incompatible(format!(
+                    "the schema registry at {base} refused the schema: {message}"
+                ))),
+                401 | 403 => Err(RegistryError::Unavailable(format!(
+                    "the schema registry at {base} answered {status}: {message} (check basic.auth.user.info)"
+                ))),
+                _ => Err(RegistryError::Refused(format!(
+                    "the schema registry at {base} answered {status}: {message}"
+                ))),
+            };
+        }
+        Err(RegistryError::Unavailable(last))
+    }
+}
+
+fn registered(v: &Value) -> Option<Registered> {
+    Some(Registered {
+        subject: v["subject"].as_str()?.to_string(),
+        version: u32::try_from(v["version"].as_u64()?).ok()?,
+        id: u32::try_from(v["id"].as_u64()?).ok()?,
+        schema: v["schema"].as_str()?.to_string(),
+    })
+}
+
+fn encode(segment: &str) -> String {
+    let mut out = String::with_capacity(segment.len());
+    for b in segment.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[async_trait]
+impl Registry for HttpRegistry {
+    async fn schema_by_id(&self, id: u32) -> Result<String, RegistryError> {
+        let v = self
+            .call(reqwest::Method::GET, &format!("/schemas/ids/{id}"), None)
+            .await?
+            .ok_or_else(|| {
+                RegistryError::NotFound(format!("the schema registry has no schema with id {id}"))
+            })?;
+        if let Some(t) = v["schemaType"].as_str()
+            && t != "AVRO"
+        {
+            return Err(RegistryError::Refused(format!(
+                "the schema with id {id} is {t}, not Avro"
+            )));
+        }
+        v["schema"].as_str().map(str::to_string).ok_or_else(|| {
+            RegistryError::Refused(format!(
+                "the registry's answer for id {id} has no schema: {v}"
+            ))
+        })
+    }
+
+    async fn register(&self, subject: &str, schema: &str) -> Result<u32, RegistryError> {
+        let v = self
+            .call(
+                reqwest::Method::POST,
+                &format!("/subjects/{}/versions", encode(subject)),
+                Some(json!({"schema": schema})),
+            )
+            .await?
+            .ok_or_else(|| {
+                RegistryError::Refused(format!(
+                    "the registry answered 404 registering under `{subject}`"
+                ))
+            })?;
+        v["id"]
+            .as_u64()
+            .and_then(|id| u32::try_from(id).ok())
+            .ok_or_else(|| RegistryError::Refused(format!("the registry's answer has no id: {v}")))
+    }
+
+    async fn lookup(
+        &self,
+        subject: &str,
+        schema: &str,
+    ) -> Result<Option<Registered>, RegistryError> {
+        Ok(self
+            .call(
+                reqwest::Method::POST,
+                &format!("/subjects/{}", encode(subject)),
+                Some(json!({"schema": schema})),
+            )
+            .await?
+            .as_ref()
+            .and_then(registered))
+    }
+
+    async fn latest(&self, subject: &str) -> Result<Option<Registered>, RegistryError> {
+        Ok(self
+            .call(
+                reqwest::Method::GET,
+                &format!("/subjects/{}/versions/latest", encode(subject)),
+                None,
+            )
+            .await?
+            .as_ref()
+            .and_then(registered))
+    }
+}

@@ -1,0 +1,431 @@
+//! Confluent's `AvroConverter` and the worker's built-in schema registry,
+//! checked with Confluent's own Python client (`confluent-kafka` from
+//! PyPI, installed by `scripts/confluent-py.sh`): its `AvroSerializer`
+//! writes records a Sluice sink reads into typed PostgreSQL columns, its
+//! `AvroDeserializer` reads what a Sluice source wrote, and its
+//! `SchemaRegistryClient` registers, looks up and is refused schemas by
+//! compatibility on the worker's `/schema-registry`.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::fixtures::{self, InProcess};
+
+/// The venv's python with confluent-kafka; the test cannot run without it
+/// and says so.
+fn confluent_python() -> String {
+    let out = Command::new(fixtures::repo_root().join("scripts/confluent-py.sh"))
+        .arg("python")
+        .output()
+        .expect("running scripts/confluent-py.sh");
+    assert!(
+        out.status.success(),
+        "confluent-kafka could not be installed (scripts/confluent-py.sh): the schema registry checks cannot run:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// Runs tests/schema_registry/confluent_avro.py; its stdout.
+async fn confluent(args: &[&str]) -> String {
+    match try_confluent(args).await {
+        Ok(out) => out,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// The same; its stdout, or what it printed when it failed.
+async fn try_confluent(args: &[&str]) -> Result<String, String> {
+    let python = confluent_python();
+    let script = fixtures::repo_root().join("tests/schema_registry/confluent_avro.py");
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new(python)
+            .arg(Path::new(&script))
+            .args(&args)
+            .output()
+            .expect("running confluent_avro.py")
+    })
+    .await
+    .unwrap();
+    if !out.status.success() {
+        return Err(format!(
+            "confluent_avro.py failed:\n{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(String::from_utf8(out.stdout).unwrap())
+}
+
+/// A connector's status, for a failure's message.
+async fn status(registry: &str, name: &str) -> String {
+    let base = registry.trim_end_matches("/schema-registry");
+    match reqwest::get(format!("{base}/connectors/{name}/status")).await {
+        Ok(r) => r.text().await.unwrap_or_default(),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// The worker's REST API on a port of its own; the registry's URL.
+async fn serve(env: &InProcess) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let app = sluice_runtime::rest::router(env.herder.clone());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    format!("http://127.0.0.1:{port}/schema-registry")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn confluents_serializer_feeds_a_jdbc_sink_through_the_builtin_registry() {
+    let Some(url) = crate::postgres::postgres_url() else {
+        return;
+    };
+    let table = format!("avro_orders_{}", std::process::id());
+    fixtures::db_exec(&url, &format!(r#"DROP TABLE IF EXISTS "{table}""#)).await;
+    let env = InProcess::start();
+    let registry = serve(&env).await;
+    let bootstrap = env.broker.bootstrap_servers().to_string();
+    env.broker.create_topic("avro-orders", 1).await.unwrap();
+    env.broker.create_topic("avro-orders-dlq", 1).await.unwrap();
+    confluent(&["produce", &bootstrap, &registry, "avro-orders", "4"]).await;
+    // Not in Confluent's wire format: dead-lettered with its reason.
+    fixtures::produce(
+        &bootstrap,
+        "avro-orders",
+        &[(Some("poison"), b"{\"id\": 5}")],
+    )
+    .await;
+    env.create(json!({"name": "avro-sink", "config": {
+        "connector.class": "jdbc-sink", "topics": "avro-orders", "connection.url": url.clone(),
+        "table.name.format": table.clone(),
+        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "value.converter": "io.confluent.connect.avro.AvroConverter",
+        "insert.mode": "upsert", "pk.mode": "record_value", "pk.fields": "id",
+        "auto.create": "true",
+        "errors.tolerance": "all", "errors.deadletterqueue.topic.name": "avro-orders-dlq",
+        "errors.deadletterqueue.context.headers.enable": "true",
+    }}))
+    .await;
+    let select = format!(
+        r#"SELECT id::text, name, amount::text, (placed AT TIME ZONE 'UTC')::text, day::text, note FROM "{table}" ORDER BY id"#
+    );
+    let rows = fixtures::eventually(Duration::from_secs(120), "rows in PostgreSQL", || {
+        let (url, select, table) = (url.clone(), select.clone(), table.clone());
+        async move {
+            if !fixtures::table_exists(&url, &table).await {
+                return None;
+            }
+            let rows = fixtures::db_rows(&url, &select).await;
+            (rows.len() == 4).then_some(rows)
+        }
+    })
+    .await;
+    // The decimal to the cent (a double would round it), the timestamp to
+    // the millisecond, the date, the optional field.
+    assert_eq!(
+        rows,
+        vec![
+            vec![
+                "1",
+                "order-1 é",
+                "12345678901234568.89",
+                "2024-01-01 00:00:01.123",
+                "2024-02-29",
+                "NULL"
+            ],
+            vec![
+                "2",
+                "order-2 é",
+                "12345678901234569.89",
+                "2024-01-01 00:00:02.123",
+                "2024-02-29",
+                "note 2"
+            ],
+            vec![
+                "3",
+                "order-3 é",
+                "12345678901234570.89",
+                "2024-01-01 00:00:03.123",
+                "2024-02-29",
+                "NULL"
+            ],
+            vec![
+                "4",
+                "order-4 é",
+                "12345678901234571.89",
+                "2024-01-01 00:00:04.123",
+                "2024-02-29",
+                "note 4"
+            ],
+        ]
+    );
+    let types = fixtures::db_rows(
+        &url,
+        &format!(
+            "SELECT column_name::text, data_type::text, is_nullable::text, coalesce(numeric_precision::text || ',' || numeric_scale::text, '') FROM information_schema.columns WHERE table_name = '{table}' ORDER BY ordinal_position"
+        ),
+    )
+    .await;
+    assert_eq!(
+        types,
+        vec![
+            vec!["id", "bigint", "NO", "64,0"],
+            vec!["name", "text", "NO", ""],
+            // The Avro decimal's precision and scale.
+            vec!["amount", "numeric", "NO", "20,2"],
+            vec!["placed", "timestamp with time zone", "NO", ""],
+            vec!["day", "date", "NO", ""],
+            vec!["note", "text", "YES", ""],
+        ]
+    );
+    let dead = fixtures::eventually(
+        Duration::from_secs(60),
+        "the poison record dead-lettered",
+        || {
+            let bootstrap = bootstrap.clone();
+            async move {
+                let r = tokio::task::spawn_blocking(move || {
+                    fixtures::read_topic(&bootstrap, "avro-orders-dlq")
+                })
+                .await
+                .ok()?;
+                (!r.is_empty()).then_some(r)
+            }
+        },
+    )
+    .await;
+    use rdkafka::Message;
+    use rdkafka::message::Headers;
+    let headers: Vec<(String, String)> = dead[0]
+        .headers()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            (
+                h.key.to_string(),
+                String::from_utf8_lossy(h.value.unwrap_or_default()).into_owned(),
+            )
+        })
+        .collect();
+    let header = |k: &str| headers.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+    assert_eq!(dead[0].payload(), Some(&b"{\"id\": 5}"[..]));
+    assert_eq!(
+        (
+            header("__connect.errors.class.name").as_deref(),
+            header("__connect.errors.stage").as_deref(),
+            header("x-dead-letter-error-class").as_deref(),
+        ),
+        (
+            Some("io.confluent.connect.avro.AvroConverter"),
+            Some("VALUE_CONVERTER"),
+            Some("UnknownMagicByte"),
+        ),
+        "{headers:?}"
+    );
+    assert!(
+        header("__connect.errors.exception.message")
+            .unwrap_or_default()
+            .contains("Confluent's wire format"),
+        "{headers:?}"
+    );
+    // The serializer registered its schema under TopicNameStrategy's subject.
+    let subjects: Value = reqwest::get(format!("{registry}/subjects"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(subjects, json!(["avro-orders-value"]));
+    fixtures::db_exec(&url, &format!(r#"DROP TABLE IF EXISTS "{table}""#)).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn confluents_deserializer_reads_what_a_source_wrote() {
+    let env = InProcess::start();
+    let registry = serve(&env).await;
+    let bootstrap = env.broker.bootstrap_servers().to_string();
+    env.broker.create_topic("avro-datagen", 1).await.unwrap();
+    env.create(json!({"name": "avro-source", "config": {
+        "connector.class": "datagen", "topic": "avro-datagen", "count": "25", "rate": "0",
+        "value.converter": "io.confluent.connect.avro.AvroConverter",
+    }}))
+    .await;
+    let out = confluent(&["consume", &bootstrap, &registry, "avro-datagen", "25"]).await;
+    let values: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(values.len(), 25);
+    let ids: std::collections::BTreeSet<u64> = values
+        .iter()
+        .map(|v| v["schema_id"].as_u64().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 1, "one schema for every record: {ids:?}");
+    for v in &values {
+        let fields: Vec<&str> = v["value"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        let mut expected = vec![
+            "amount",
+            "currency",
+            "customer_id",
+            "order_id",
+            "status",
+            "updated_at",
+        ];
+        let mut got = fields.clone();
+        got.sort();
+        expected.sort();
+        assert_eq!(got, expected, "{v}");
+        assert!(v["value"]["order_id"].is_i64(), "{v}");
+        assert!(v["value"]["amount"].is_f64(), "{v}");
+    }
+    // What the converter registered: a record Confluent's converter would
+    // write, under the topic's value subject.
+    let latest: Value = reqwest::get(format!(
+        "{registry}/subjects/avro-datagen-value/versions/latest"
+    ))
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(latest["version"], 1, "{latest}");
+    let schema: Value = serde_json::from_str(latest["schema"].as_str().unwrap()).unwrap();
+    assert_eq!(schema["type"], "record", "{schema}");
+    assert_eq!(
+        schema["fields"][0],
+        json!({"name": "order_id", "type": "long"}),
+        "{schema}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn confluents_registry_client_gets_confluents_answers() {
+    let env = InProcess::start();
+    let registry = serve(&env).await;
+    let out = confluent(&["registry", &registry, "orders-value"]).await;
+    let r: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(r["v1_id"], 1, "{r}");
+    assert_eq!(
+        r["v1_again_id"], 1,
+        "the same schema, spaced differently: {r}"
+    );
+    assert_eq!(r["optional_added_compatible"], true, "{r}");
+    assert_eq!(r["v2_id"], 2, "{r}");
+    assert_eq!(r["required_added_compatible"], false, "{r}");
+    assert_eq!(
+        r["required_added"],
+        json!({"status": 409, "code": 409}),
+        "BACKWARD by default: {r}"
+    );
+    assert_eq!(r["latest"], json!({"version": 2, "id": 2}), "{r}");
+    assert_eq!(r["versions"], json!([1, 2]), "{r}");
+    assert_eq!(r["by_id_has_extra"], true, "{r}");
+    assert_eq!(r["lookup_v1"], json!({"version": 1, "id": 1}), "{r}");
+    assert_eq!(r["subjects"], json!(["orders-value"]), "{r}");
+    assert_eq!(r["set_none"], json!({"compatibility": "NONE"}), "{r}");
+    assert_eq!(r["required_after_none_id"], 3, "{r}");
+    assert_eq!(
+        r["missing_id"],
+        json!({"status": 404, "code": 40403}),
+        "{r}"
+    );
+}
+
+/// A WASM transform between Avro in and Avro out: it sees the record as
+/// JSON, and its output is written with the schema followed from the
+/// input's: unchanged fields keep their Avro types, the added one is an
+/// optional string, registered under the output topic's subject.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_transforms_output_is_written_with_an_evolved_registered_schema() {
+    let env = InProcess::start();
+    let registry = serve(&env).await;
+    let bootstrap = env.broker.bootstrap_servers().to_string();
+    env.broker.create_topic("avro-in", 1).await.unwrap();
+    env.broker.create_topic("avro-in.out", 1).await.unwrap();
+    confluent(&["produce", &bootstrap, &registry, "avro-in", "3"]).await;
+    env.create(json!({"name": "avro-stream", "config": {
+        "connector.class": "stream", "topics": "avro-in", "output.topic": "${topic}.out",
+        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "value.converter": "io.confluent.connect.avro.AvroConverter",
+        "transforms": "ref", "transforms.ref.type": "wasm",
+        "transforms.ref.module": fixtures::example_component().display().to_string(),
+        "transforms.ref.uppercase.field": "name",
+    }}))
+    .await;
+    let out = match try_confluent(&["consume", &bootstrap, &registry, "avro-in.out", "3"]).await {
+        Ok(out) => out,
+        Err(e) => panic!(
+            "{e}\nthe stream: {}",
+            status(&registry, "avro-stream").await
+        ),
+    };
+    let values: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(values.len(), 3);
+    for (i, v) in values.iter().enumerate() {
+        let n = i + 1;
+        let value = &v["value"];
+        assert_eq!(value["id"], n, "{v}");
+        assert_eq!(value["name"], format!("ORDER-{n} É"), "{v}");
+        assert_eq!(value["processed_by"], "sluice", "{v}");
+        // Still a timestamp and a date to Confluent's deserializer.
+        assert_eq!(
+            value["placed"],
+            format!("2024-01-01T00:00:0{n}.123000+00:00"),
+            "{v}"
+        );
+        assert_eq!(value["day"], "2024-02-29", "{v}");
+        // The reference transform reads numbers as doubles: 17 digits
+        // kept, still a decimal of scale 2.
+        let amount = value["amount"].as_str().unwrap();
+        assert!(
+            amount.starts_with("123456789012345") && amount.ends_with(".00"),
+            "{v}"
+        );
+    }
+    let latest: Value = reqwest::get(format!(
+        "{registry}/subjects/avro-in.out-value/versions/latest"
+    ))
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    let schema: Value = serde_json::from_str(latest["schema"].as_str().unwrap()).unwrap();
+    let fields = schema["fields"].as_array().unwrap();
+    let field = |name: &str| {
+        fields
+            .iter()
+            .find(|f| f["name"] == name)
+            .cloned()
+            .unwrap_or_default()
+    };
+    assert_eq!(schema["name"], "Order", "{schema}");
+    assert_eq!(schema["namespace"], "shop", "{schema}");
+    assert_eq!(
+        field("amount")["type"]["logicalType"],
+        "decimal",
+        "{schema}"
+    );
+    assert_eq!(
+        field("placed")["type"]["logicalType"],
+        "timestamp-millis",
+        "{schema}"
+    );
+    assert_eq!(
+        field("processed_by")["type"],
+        json!(["null", "string"]),
+        "{schema}"
+    );
+}

@@ -1,0 +1,140 @@
+"""Confluent's own Python client against Sluice's built-in schema registry.
+
+Run by tests/schema_registry.rs with the venv of scripts/confluent-py.sh.
+
+    confluent_avro.py produce  BOOTSTRAP REGISTRY TOPIC N   Avro orders, AvroSerializer
+    confluent_avro.py consume  BOOTSTRAP REGISTRY TOPIC N   prints each decoded value as JSON
+    confluent_avro.py registry REGISTRY SUBJECT             SchemaRegistryClient calls; prints results as JSON
+"""
+import datetime
+import decimal
+import json
+import sys
+
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
+from confluent_kafka.schema_registry.error import SchemaRegistryError
+from confluent_kafka.serialization import MessageField, SerializationContext
+
+ORDER = {
+    "type": "record",
+    "name": "Order",
+    "namespace": "shop",
+    "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "name", "type": "string"},
+        {"name": "amount", "type": {"type": "bytes", "logicalType": "decimal", "precision": 20, "scale": 2}},
+        {"name": "placed", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+        {"name": "day", "type": {"type": "int", "logicalType": "date"}},
+        {"name": "note", "type": ["null", "string"], "default": None},
+    ],
+}
+
+
+def order(i):
+    return {
+        "id": i,
+        "name": f"order-{i} \u00e9",
+        # Digits a double would round: only exact end to end.
+        "amount": decimal.Decimal("12345678901234567.89") + i,
+        "placed": datetime.datetime(2024, 1, 1, 0, 0, 0, 123000, tzinfo=datetime.timezone.utc)
+        + datetime.timedelta(seconds=i),
+        "day": datetime.date(2024, 2, 29),
+        "note": None if i % 2 else f"note {i}",
+    }
+
+
+def produce(bootstrap, registry, topic, n):
+    client = SchemaRegistryClient({"url": registry})
+    serializer = AvroSerializer(client, json.dumps(ORDER))
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i in range(1, n + 1):
+        value = serializer(order(i), SerializationContext(topic, MessageField.VALUE))
+        producer.produce(topic, key=str(i).encode(), value=value, partition=0)
+    assert producer.flush(30) == 0, "undelivered records"
+
+
+def plain(v):
+    if isinstance(v, decimal.Decimal):
+        return str(v)
+    if isinstance(v, (datetime.datetime, datetime.date)):
+        return v.isoformat()
+    if isinstance(v, dict):
+        return {k: plain(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [plain(x) for x in v]
+    return v
+
+
+def consume(bootstrap, registry, topic, n):
+    client = SchemaRegistryClient({"url": registry})
+    deserializer = AvroDeserializer(client)
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"confluent-avro-{topic}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.subscribe([topic])
+    seen = 0
+    deadline = datetime.datetime.now() + datetime.timedelta(seconds=90)
+    while seen < n and datetime.datetime.now() < deadline:
+        m = consumer.poll(1.0)
+        if m is None:
+            continue
+        if m.error():
+            raise SystemExit(f"consume: {m.error()}")
+        value = deserializer(m.value(), SerializationContext(topic, MessageField.VALUE))
+        print(json.dumps({"schema_id": int.from_bytes(m.value()[1:5], "big"), "value": plain(value)}))
+        seen += 1
+    consumer.close()
+    if seen < n:
+        raise SystemExit(f"consume: {seen} of {n} records within 90 s")
+
+
+def registry(url, subject):
+    client = SchemaRegistryClient({"url": url})
+    out = {}
+    v1 = Schema(json.dumps(ORDER), "AVRO")
+    out["v1_id"] = client.register_schema(subject, v1)
+    out["v1_again_id"] = client.register_schema(subject, Schema(json.dumps(ORDER, indent=2), "AVRO"))
+    added = dict(ORDER, fields=ORDER["fields"] + [{"name": "extra", "type": ["null", "long"], "default": None}])
+    out["optional_added_compatible"] = client.test_compatibility(subject, Schema(json.dumps(added), "AVRO"))
+    out["v2_id"] = client.register_schema(subject, Schema(json.dumps(added), "AVRO"))
+    required = dict(ORDER, fields=ORDER["fields"] + [{"name": "must", "type": "string"}])
+    out["required_added_compatible"] = client.test_compatibility(subject, Schema(json.dumps(required), "AVRO"))
+    try:
+        client.register_schema(subject, Schema(json.dumps(required), "AVRO"))
+        out["required_added"] = "registered"
+    except SchemaRegistryError as e:
+        out["required_added"] = {"status": e.http_status_code, "code": e.error_code}
+    latest = client.get_latest_version(subject)
+    out["latest"] = {"version": latest.version, "id": latest.schema_id}
+    out["versions"] = client.get_versions(subject)
+    out["by_id_has_extra"] = "extra" in client.get_schema(out["v2_id"]).schema_str
+    found = client.lookup_schema(subject, v1)
+    out["lookup_v1"] = {"version": found.version, "id": found.schema_id}
+    out["subjects"] = client.get_subjects()
+    out["set_none"] = client.set_compatibility(subject, "NONE")
+    out["required_after_none_id"] = client.register_schema(subject, Schema(json.dumps(required), "AVRO"))
+    try:
+        client.get_schema(9999)
+        out["missing_id"] = "found"
+    except SchemaRegistryError as e:
+        out["missing_id"] = {"status": e.http_status_code, "code": e.error_code}
+    print(json.dumps(out, default=str))
+
+
+if __name__ == "__main__":
+    mode = sys.argv[1]
+    if mode == "produce":
+        produce(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]))
+    elif mode == "consume":
+        consume(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]))
+    elif mode == "registry":
+        registry(sys.argv[2], sys.argv[3])
+    else:
+        raise SystemExit(f"unknown mode {mode}")

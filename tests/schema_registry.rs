@@ -429,3 +429,46 @@ async fn a_transforms_output_is_written_with_an_evolved_registered_schema() {
         "{schema}"
     );
 }
+
+/// `schema.registry.url` names an external registry: here the worker's own
+/// API over HTTP, after a URL where nothing listens, so the converter's
+/// HTTP client, its failover to the next URL and Confluent's answers are
+/// what carry the schemas.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_external_registry_is_reached_over_http_past_a_dead_url() {
+    let env = InProcess::start();
+    let registry = serve(&env).await;
+    let bootstrap = env.broker.bootstrap_servers().to_string();
+    env.broker.create_topic("avro-external", 1).await.unwrap();
+    let dead = format!("http://127.0.0.1:{}", fixtures::free_port());
+    env.create(json!({"name": "avro-external", "config": {
+        "connector.class": "datagen", "topic": "avro-external", "count": "5", "rate": "0",
+        "value.converter": "io.confluent.connect.avro.AvroConverter",
+        "value.converter.schema.registry.url": format!("{dead},{registry}"),
+        "value.converter.value.subject.name.strategy":
+            "io.confluent.kafka.serializers.subject.RecordNameStrategy",
+    }}))
+    .await;
+    let out = confluent(&["consume", &bootstrap, &registry, "avro-external", "5"]).await;
+    assert_eq!(out.lines().count(), 5, "{out}");
+    // RecordNameStrategy: the subject is the record's name.
+    let subjects: Value = reqwest::get(format!("{registry}/subjects"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let names: Vec<&str> = subjects
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(names.len(), 1, "{subjects}");
+    // datagen's struct has no name: Confluent's default record name.
+    assert_eq!(
+        names,
+        vec!["io.confluent.connect.avro.ConnectDefault"],
+        "{subjects}"
+    );
+}

@@ -30,6 +30,8 @@ use super::payload::BASE64;
 const CONNECT_NAMESPACE: &str = "io.confluent.connect.avro";
 /// The name of a struct without one.
 const CONNECT_DEFAULT: &str = "ConnectDefault";
+/// Its full name, which Confluent's record name strategies give it.
+pub const CONNECT_DEFAULT_FULL_NAME: &str = "io.confluent.connect.avro.ConnectDefault";
 /// A union that is not `[null, T]`: a struct with one optional field per
 /// branch.
 const UNION: &str = "io.confluent.connect.avro.Union";

@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use apache_avro::Schema as Avro;
+use sluice_sdk::schema::SchemaKind;
 use sluice_sdk::{ConnectError, Schema};
 
 use super::avro;
@@ -163,14 +164,18 @@ impl AvroConverter {
 
     fn subject(&self, topic: &str, schema: &Schema) -> Result<String, ConnectError> {
         let suffix = if self.is_key { "key" } else { "value" };
+        // The Avro record's full name, as Confluent's strategies take it
+        // (a struct without a name is Confluent's `ConnectDefault`).
         let record_name = || {
-            schema.name.clone().filter(|_| matches!(schema.kind, sluice_sdk::schema::SchemaKind::Struct(_))).ok_or_else(|| {
-                ConnectError::data(format!(
-                    "the {suffix} subject name strategy needs a record name, and this {suffix}'s schema is {} without one",
-                    schema.kind.type_name()
-                ))
-                .with_class("SubjectName")
-            })
+            match (&schema.kind, &schema.name) {
+            (SchemaKind::Struct(_), Some(name)) => Ok(name.clone()),
+            (SchemaKind::Struct(_), None) => Ok(avro::CONNECT_DEFAULT_FULL_NAME.to_string()),
+            (kind, _) => Err(ConnectError::data(format!(
+                "the {suffix} subject name strategy needs a record, and this {suffix}'s schema is {}",
+                kind.type_name()
+            ))
+            .with_class("SubjectName")),
+        }
         };
         Ok(match self.settings.subject_name_strategy {
             SubjectNameStrategy::TopicName => format!("{topic}-{suffix}"),

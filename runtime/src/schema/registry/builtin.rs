@@ -288,8 +288,8 @@ impl BuiltinRegistry {
         self.catch_up().await
     }
 
-    /// Registers `schema` under `subject`: its id, and whether it is new
-    /// to the subject.
+    /// Registers `schema` under `subject` (a no-op if it is there, a
+    /// refusal if the subject's level forbids it): its id.
     pub async fn register_checked(
         &self,
         subject: &str,

@@ -104,7 +104,7 @@ impl Compatibility {
         }
     }
 
-    /// Whether `new` may follow `existing` (oldest first): `None` if so,
+    /// Whether `new` may follow `existing` (oldest first): `Ok` if so,
     /// else why not.
     pub fn check(self, new: &str, existing: &[&str]) -> Result<(), String> {
         use apache_avro::Schema;

@@ -68,7 +68,7 @@ if [[ "$real_kafka" == 1 ]]; then
   eval "$(scripts/kafka-connect.sh start)"
   # --workspace: the same build as the run above (`-p` would unify
   # features differently and compile the runtime again).
-  cargo test --workspace --locked --test integration real_kafka:: \
+  cargo test --workspace --locked --test integration -- real_kafka:: \
     --skip real_kafka::membership:: || status=$?
   # Static membership across restarts, on its own: whether a restarted
   # worker is back within the session timeout is timing, which twenty

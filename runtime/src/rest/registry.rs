@@ -46,6 +46,24 @@ fn ok(v: Value) -> Response {
         .into_response()
 }
 
+/// A schema's text as the body, unwrapped.
+fn raw(schema: String) -> Response {
+    (
+        StatusCode::OK,
+        [(axum::http::header::CONTENT_TYPE, CONTENT_TYPE)],
+        schema,
+    )
+        .into_response()
+}
+
+fn schema_not_found(id: impl std::fmt::Display) -> Error {
+    Error(
+        StatusCode::NOT_FOUND,
+        40403,
+        format!("Schema {id} not found"),
+    )
+}
+
 fn subject_not_found(subject: &str) -> Error {
     Error(
         StatusCode::NOT_FOUND,
@@ -163,13 +181,7 @@ fn version_number(version: &str) -> Result<Option<u32>, Error> {
 }
 
 fn id_number(id: &str) -> Result<u32, Error> {
-    id.parse::<u32>().map_err(|_| {
-        Error(
-            StatusCode::NOT_FOUND,
-            40403,
-            format!("Schema {id} not found"),
-        )
-    })
+    id.parse::<u32>().map_err(|_| schema_not_found(id))
 }
 
 async fn subjects(State(r): State<Registry>) -> Result<Response, Error> {
@@ -222,12 +234,7 @@ async fn version_schema(
     Path((subject, version)): Path<(String, String)>,
 ) -> Result<Response, Error> {
     let f = found_version(&r, &subject, &version).await?;
-    Ok((
-        StatusCode::OK,
-        [(axum::http::header::CONTENT_TYPE, CONTENT_TYPE)],
-        f.schema,
-    )
-        .into_response())
+    Ok(raw(f.schema))
 }
 
 async fn register(
@@ -277,13 +284,10 @@ async fn schema_by_id(
     Path(id): Path<String>,
 ) -> Result<Response, Error> {
     let id = id_number(&id)?;
-    let schema = r.read(|s| s.schema(id)).await?.ok_or_else(|| {
-        Error(
-            StatusCode::NOT_FOUND,
-            40403,
-            format!("Schema {id} not found"),
-        )
-    })?;
+    let schema = r
+        .read(|s| s.schema(id))
+        .await?
+        .ok_or_else(|| schema_not_found(id))?;
     Ok(ok(json!({"schema": schema})))
 }
 
@@ -292,31 +296,17 @@ async fn raw_schema_by_id(
     Path(id): Path<String>,
 ) -> Result<Response, Error> {
     let id = id_number(&id)?;
-    let schema = r.read(|s| s.schema(id)).await?.ok_or_else(|| {
-        Error(
-            StatusCode::NOT_FOUND,
-            40403,
-            format!("Schema {id} not found"),
-        )
-    })?;
-    Ok((
-        StatusCode::OK,
-        [(axum::http::header::CONTENT_TYPE, CONTENT_TYPE)],
-        schema,
-    )
-        .into_response())
+    let schema = r
+        .read(|s| s.schema(id))
+        .await?
+        .ok_or_else(|| schema_not_found(id))?;
+    Ok(raw(schema))
 }
 
 async fn id_versions(State(r): State<Registry>, Path(id): Path<String>) -> Result<Response, Error> {
     let id = id_number(&id)?;
     let uses = r.read(|s| s.schema(id).map(|_| s.uses(id))).await?;
-    let uses = uses.ok_or_else(|| {
-        Error(
-            StatusCode::NOT_FOUND,
-            40403,
-            format!("Schema {id} not found"),
-        )
-    })?;
+    let uses = uses.ok_or_else(|| schema_not_found(id))?;
     Ok(ok(json!(
         uses.into_iter()
             .map(|(subject, version)| json!({"subject": subject, "version": version}))

@@ -18,7 +18,7 @@ use super::avro;
 use super::json;
 use super::payload::{self, Form, Path, Settings};
 use super::registry::{Registry, RegistryError};
-use super::{WithSchema, class, follow};
+use super::{WithSchema, class};
 use crate::config::{AvroSettings, SubjectNameStrategy};
 
 /// The class a converter's failures name.
@@ -297,15 +297,6 @@ impl AvroConverter {
         Ok(Some(out))
     }
 
-    fn parse(payload: Option<&[u8]>, what: &str) -> Result<Option<json::Json>, ConnectError> {
-        payload
-            .map(|b| {
-                json::parse(b)
-                    .map_err(|e| data(class::MALFORMED_JSON, format!("{what} is not JSON: {e}")))
-            })
-            .transpose()
-    }
-
     /// A transform's output: its schema followed from the input's, and,
     /// `write`, its wire format.
     pub async fn follow(
@@ -315,19 +306,8 @@ impl AvroConverter {
         payload: Option<&[u8]>,
         write: bool,
     ) -> Result<WithSchema, ConnectError> {
-        let v = Self::parse(payload, "the transformed payload")?;
-        let schema = match (input, &v) {
-            (None, _) => None,
-            (Some(s), None) => (s.optional || s.default.is_some()).then(|| s.clone()),
-            (Some(s), Some(v)) => {
-                Some(follow::follow(s, v, Self::payload_settings()).map_err(|e| {
-                    data(
-                        class::SCHEMA_INFERENCE,
-                        format!("the transformed payload has no schema: {e}"),
-                    )
-                })?)
-            }
-        };
+        let v = super::parse_payload(payload, "the transformed payload")?;
+        let schema = super::followed(input, v.as_ref(), Self::payload_settings())?;
         if !write {
             return Ok((schema, payload.map(<[u8]>::to_vec)));
         }
@@ -342,7 +322,7 @@ impl AvroConverter {
         schema: Option<&Arc<Schema>>,
         payload: Option<&[u8]>,
     ) -> Result<Option<Vec<u8>>, ConnectError> {
-        let v = Self::parse(payload, "the payload")?;
+        let v = super::parse_payload(payload, "the payload")?;
         self.write(topic, schema, v.as_ref()).await
     }
 }

@@ -258,26 +258,8 @@ impl EnvelopeConverter {
         payload: Option<&[u8]>,
         write: bool,
     ) -> Result<WithSchema, ConnectError> {
-        let v = payload
-            .map(|b| {
-                json::parse(b).map_err(|e| {
-                    data(
-                        class::MALFORMED_JSON,
-                        format!("the transformed payload is not JSON: {e}"),
-                    )
-                })
-            })
-            .transpose()?;
-        let schema = match (input, &v) {
-            (None, _) => None,
-            (Some(s), None) => (s.optional || s.default.is_some()).then(|| s.clone()),
-            (Some(s), Some(v)) => Some(follow::follow(s, v, self.settings).map_err(|e| {
-                data(
-                    class::SCHEMA_INFERENCE,
-                    format!("the transformed payload has no schema: {e}"),
-                )
-            })?),
-        };
+        let v = parse_payload(payload, "the transformed payload")?;
+        let schema = followed(input, v.as_ref(), self.settings)?;
         if !write {
             return Ok((schema, payload.map(<[u8]>::to_vec)));
         }
@@ -292,18 +274,42 @@ impl EnvelopeConverter {
         schema: Option<&Arc<Schema>>,
         payload: Option<&[u8]>,
     ) -> Result<Option<Vec<u8>>, ConnectError> {
-        let v = payload
-            .map(|b| {
-                json::parse(b).map_err(|e| {
-                    data(
-                        class::MALFORMED_JSON,
-                        format!("the payload is not JSON: {e}"),
-                    )
-                })
-            })
-            .transpose()?;
+        let v = parse_payload(payload, "the payload")?;
         self.write(schema, v.as_ref())
     }
+}
+
+/// A payload's JSON (`None` for Kafka's null); `what` names it when it
+/// is not JSON.
+pub(crate) fn parse_payload(
+    payload: Option<&[u8]>,
+    what: &str,
+) -> Result<Option<Json>, ConnectError> {
+    payload
+        .map(|b| {
+            json::parse(b)
+                .map_err(|e| data(class::MALFORMED_JSON, format!("{what} is not JSON: {e}")))
+        })
+        .transpose()
+}
+
+/// The schema of a transform's output `v`, followed from its input's
+/// ([`follow`]); a null keeps the input's schema if that takes a null.
+pub(crate) fn followed(
+    input: Option<&Arc<Schema>>,
+    v: Option<&Json>,
+    settings: Settings,
+) -> Result<Option<Arc<Schema>>, ConnectError> {
+    Ok(match (input, v) {
+        (None, _) => None,
+        (Some(s), None) => (s.optional || s.default.is_some()).then(|| s.clone()),
+        (Some(s), Some(v)) => Some(follow::follow(s, v, settings).map_err(|e| {
+            data(
+                class::SCHEMA_INFERENCE,
+                format!("the transformed payload has no schema: {e}"),
+            )
+        })?),
+    })
 }
 
 /// A converter with schemas: `JsonConverter`'s envelopes or Confluent's

@@ -28,6 +28,8 @@
 # case, and the end of the worker's log; the temporary directory (worker log,
 # schemathesis' stored cases for `st replay`) is kept and named.
 set -euo pipefail
+# shellcheck source=scripts/python-venv.sh
+source "$(dirname "$0")/python-venv.sh"
 cd "$(dirname "$0")/.."
 repo="$PWD"
 
@@ -37,24 +39,7 @@ venv="$TOOLS/schemathesis-venv"
 
 log() { echo "schemathesis.sh: $*" >&2; }
 
-install() {
-  if [[ -x "$venv/bin/schemathesis" && "$(cat "$venv/.pins" 2>/dev/null)" == "$PIN" ]]; then
-    return
-  fi
-  # Debian's python3 makes venvs only with python3-venv; apt as in setup.sh.
-  if ! dpkg-query -W -f='${Status}' python3-venv 2>/dev/null | grep -q "install ok installed"; then
-    log "installing python3-venv"
-    SUDO=""
-    [[ "$(id -u)" == 0 ]] || SUDO="sudo"
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends python3-venv >/dev/null
-  fi
-  log "installing $PIN into $venv"
-  mkdir -p "$TOOLS"
-  python3 -m venv --clear "$venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check "$PIN" >&2
-  echo "$PIN" >"$venv/.pins"
-}
+install() { pinned_venv "$venv" "$PIN" schemathesis schemathesis.sh; }
 
 if [[ "${1:-}" == install ]]; then
   install

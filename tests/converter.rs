@@ -253,17 +253,7 @@ async fn a_jdbc_sink_reads_envelopes_into_typed_columns() {
     let select = format!(
         r#"SELECT order_id::text, status, amount::text, (placed AT TIME ZONE 'UTC')::text, tags::text FROM "{table}" ORDER BY order_id"#
     );
-    let rows = fixtures::eventually(Duration::from_secs(120), "rows in PostgreSQL", || {
-        let (url, select, table) = (url.clone(), select.clone(), table.clone());
-        async move {
-            if !fixtures::table_exists(&url, &table).await {
-                return None;
-            }
-            let rows = fixtures::db_rows(&url, &select).await;
-            (rows.len() == 2).then_some(rows)
-        }
-    })
-    .await;
+    let rows = fixtures::db_rows_once(&url, &table, &select, 2).await;
     // Every digit of the Decimal, the Timestamp as an instant
     // (TIMESTAMPTZ), the array as JSONB.
     assert_eq!(

@@ -113,17 +113,7 @@ async fn confluents_serializer_feeds_a_jdbc_sink_through_the_builtin_registry() 
     let select = format!(
         r#"SELECT id::text, name, amount::text, (placed AT TIME ZONE 'UTC')::text, day::text, note FROM "{table}" ORDER BY id"#
     );
-    let rows = fixtures::eventually(Duration::from_secs(120), "rows in PostgreSQL", || {
-        let (url, select, table) = (url.clone(), select.clone(), table.clone());
-        async move {
-            if !fixtures::table_exists(&url, &table).await {
-                return None;
-            }
-            let rows = fixtures::db_rows(&url, &select).await;
-            (rows.len() == 4).then_some(rows)
-        }
-    })
-    .await;
+    let rows = fixtures::db_rows_once(&url, &table, &select, 4).await;
     // The decimal to the cent (a double would round it), the timestamp to
     // the millisecond, the date, the optional field.
     assert_eq!(

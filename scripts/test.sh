@@ -8,6 +8,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/setup.sh
+# No backtraces: CI shows the end of the output, and a failing test's
+# message (with its seed and counts) must be what ends it, not a hundred
+# frames. SLUICE_TEST_BACKTRACE=1 brings them back.
+export RUST_BACKTRACE="${SLUICE_TEST_BACKTRACE:-0}"
 eval "$(scripts/postgres.sh start)"
 echo "test: PostgreSQL at $SLUICE_TEST_POSTGRES_URL" >&2
 # Apache Kafka from Maven (scripts/kafka.sh), fresh for each run. A machine

@@ -61,8 +61,9 @@ async fn bounce(
         );
         landed += 1;
         eprintln!(
-            "bounce: kill {landed} {wait} ms after progress resumed ({:.1} s in)",
-            started.elapsed().as_secs_f64()
+            "bounce: kill {landed} {wait} ms after progress resumed ({:.1} s in, progress {before} -> {})",
+            started.elapsed().as_secs_f64(),
+            progress()
         );
         between(landed);
     }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Confluent's own Python client (confluent-kafka with its Avro serializers
+# Confluent's own Python client (confluent-kafka with its Avro and JSON Schema serializers
 # and SchemaRegistryClient) from PyPI, pinned, in a venv of its own,
 # ${SLUICE_TOOLS_DIR:-/var/tmp/sluice-tools}/confluent-py-venv (python3-venv
 # from apt if missing).
@@ -13,7 +13,7 @@ set -euo pipefail
 # shellcheck source=scripts/python-venv.sh
 source "$(dirname "$0")/python-venv.sh"
 
-PIN="confluent-kafka[avro,schemaregistry]==2.16.1"
+PIN="confluent-kafka[avro,json,schemaregistry]==2.16.1"
 TOOLS="${SLUICE_TOOLS_DIR:-/var/tmp/sluice-tools}"
 venv="$TOOLS/confluent-py-venv"
 

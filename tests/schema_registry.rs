@@ -1,8 +1,8 @@
-//! Confluent's `AvroConverter` and the worker's built-in schema registry,
-//! checked with Confluent's own Python client (`confluent-kafka` from
-//! PyPI, installed by `scripts/confluent-py.sh`): its `AvroSerializer`
-//! writes records a Sluice sink reads into typed PostgreSQL columns, its
-//! `AvroDeserializer` reads what a Sluice source wrote, and its
+//! Confluent's `AvroConverter` and `JsonSchemaConverter` and the worker's
+//! built-in schema registry, checked with Confluent's own Python client
+//! (`confluent-kafka` from PyPI, installed by `scripts/confluent-py.sh`):
+//! its serializers write records a Sluice sink reads into typed PostgreSQL
+//! columns, its deserializers read what a Sluice source wrote, and its
 //! `SchemaRegistryClient` registers, looks up and is refused schemas by
 //! compatibility on the worker's `/schema-registry`.
 
@@ -37,23 +37,40 @@ async fn confluent(args: &[&str]) -> String {
     }
 }
 
-/// The same; its stdout, or what it printed when it failed.
+/// Runs tests/schema_registry/confluent_json_schema.py; its stdout.
+async fn confluent_json(args: &[&str]) -> String {
+    match try_python("confluent_json_schema.py", args).await {
+        Ok(out) => out,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// The Avro script; its stdout, or what it printed when it failed.
 async fn try_confluent(args: &[&str]) -> Result<String, String> {
+    try_python("confluent_avro.py", args).await
+}
+
+/// A script of tests/schema_registry/ with confluent-kafka; its stdout, or
+/// what it printed when it failed.
+async fn try_python(name: &str, args: &[&str]) -> Result<String, String> {
     let python = confluent_python();
-    let script = fixtures::repo_root().join("tests/schema_registry/confluent_avro.py");
+    let script = fixtures::repo_root()
+        .join("tests/schema_registry")
+        .join(name);
+    let name = name.to_string();
     let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
     let out = tokio::task::spawn_blocking(move || {
         Command::new(python)
             .arg(Path::new(&script))
             .args(&args)
             .output()
-            .expect("running confluent_avro.py")
+            .expect("running a confluent-kafka script")
     })
     .await
     .unwrap();
     if !out.status.success() {
         return Err(format!(
-            "confluent_avro.py failed:\n{}\n{}",
+            "{name} failed:\n{}\n{}",
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         ));
@@ -461,4 +478,280 @@ async fn an_external_registry_is_reached_over_http_past_a_dead_url() {
         vec!["io.confluent.connect.avro.ConnectDefault"],
         "{subjects}"
     );
+}
+
+/// Confluent's `JSONSerializer` (validating, with a schema as users write
+/// them) feeds a PostgreSQL sink through `JsonSchemaConverter`: typed
+/// columns from the JSON Schema, a value that breaks its schema and one
+/// not in the wire format dead-lettered with their reasons.
+#[tokio::test(flavor = "multi_thread")]
+async fn confluents_json_schema_serializer_feeds_a_jdbc_sink() {
+    let Some(url) = crate::postgres::postgres_url() else {
+        return;
+    };
+    let table = format!("json_orders_{}", std::process::id());
+    fixtures::db_exec(&url, &format!(r#"DROP TABLE IF EXISTS "{table}""#)).await;
+    let env = InProcess::start();
+    let registry = serve(&env).await;
+    let bootstrap = env.broker.bootstrap_servers().to_string();
+    env.broker.create_topic("json-orders", 1).await.unwrap();
+    env.broker.create_topic("json-orders-dlq", 1).await.unwrap();
+    confluent_json(&["produce", &bootstrap, &registry, "json-orders", "4"]).await;
+    let refused = confluent_json(&["invalid", &bootstrap, &registry, "json-orders"]).await;
+    assert!(refused.contains("serializer_refused"), "{refused}");
+    fixtures::produce(
+        &bootstrap,
+        "json-orders",
+        &[(Some("poison"), b"{\"id\": 5}")],
+    )
+    .await;
+    env.create(json!({"name": "json-sink", "config": {
+        "connector.class": "jdbc-sink", "topics": "json-orders", "connection.url": url.clone(),
+        "table.name.format": table.clone(),
+        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "value.converter": "io.confluent.connect.json.JsonSchemaConverter",
+        "value.converter.json.fail.invalid.schema": "true",
+        "insert.mode": "upsert", "pk.mode": "record_value", "pk.fields": "id",
+        "auto.create": "true",
+        "errors.tolerance": "all", "errors.deadletterqueue.topic.name": "json-orders-dlq",
+        "errors.deadletterqueue.context.headers.enable": "true",
+    }}))
+    .await;
+    let select = format!(
+        r#"SELECT id::text, name, amount::text, coalesce(note, 'NULL'), tags::text FROM "{table}" ORDER BY id"#
+    );
+    let rows = fixtures::db_rows_once(&url, &table, &select, 4).await;
+    assert_eq!(
+        rows,
+        vec![
+            vec!["1", "order-1 é", "10.25", "NULL", r#"["t0"]"#],
+            vec!["2", "order-2 é", "20.5", "note 2", r#"["t0", "t1"]"#],
+            vec!["3", "order-3 é", "30.75", "NULL", "[]"],
+            vec!["4", "order-4 é", "41", "note 4", r#"["t0"]"#],
+        ]
+    );
+    let types = fixtures::db_rows(
+        &url,
+        &format!(
+            "SELECT column_name::text, data_type::text, is_nullable::text FROM information_schema.columns WHERE table_name = '{table}' ORDER BY ordinal_position"
+        ),
+    )
+    .await;
+    // JSON Schema's integer is Connect's int64, number float64; the
+    // optional property is nullable, the array JSONB.
+    assert_eq!(
+        types,
+        vec![
+            vec!["id", "bigint", "NO"],
+            vec!["name", "text", "NO"],
+            vec!["amount", "double precision", "NO"],
+            vec!["note", "text", "YES"],
+            vec!["tags", "jsonb", "NO"],
+        ]
+    );
+    let dead = fixtures::eventually(
+        Duration::from_secs(60),
+        "both bad records dead-lettered",
+        || {
+            let bootstrap = bootstrap.clone();
+            async move {
+                let r = tokio::task::spawn_blocking(move || {
+                    fixtures::read_topic(&bootstrap, "json-orders-dlq")
+                })
+                .await
+                .ok()?;
+                (r.len() >= 2).then_some(r)
+            }
+        },
+    )
+    .await;
+    use rdkafka::Message;
+    use rdkafka::message::Headers;
+    let classes: Vec<(String, String, String)> = dead
+        .iter()
+        .map(|m| {
+            let header = |k: &str| {
+                m.headers()
+                    .and_then(|h| h.iter().find(|h| h.key == k))
+                    .map(|h| String::from_utf8_lossy(h.value.unwrap_or_default()).into_owned())
+                    .unwrap_or_default()
+            };
+            (
+                header("__connect.errors.class.name"),
+                header("x-dead-letter-error-class"),
+                header("__connect.errors.exception.message"),
+            )
+        })
+        .collect();
+    assert_eq!(classes.len(), 2, "{classes:?}");
+    assert_eq!(
+        classes[0].0,
+        "io.confluent.connect.json.JsonSchemaConverter"
+    );
+    assert_eq!(classes[0].1, "JsonSchemaValidation", "{classes:?}");
+    assert!(classes[0].2.contains("/id"), "names the place: {classes:?}");
+    assert_eq!(classes[1].1, "UnknownMagicByte", "{classes:?}");
+    let latest: Value = reqwest::get(format!(
+        "{registry}/subjects/json-orders-value/versions/latest"
+    ))
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(latest["schemaType"], "JSON", "{latest}");
+    fixtures::db_exec(&url, &format!(r#"DROP TABLE IF EXISTS "{table}""#)).await;
+}
+
+/// A source writes through `JsonSchemaConverter`; Confluent's
+/// `JSONDeserializer` reads every value, validating it against the JSON
+/// Schema the converter registered (Confluent's mapping: `connect.type`,
+/// `connect.index`, `title`).
+#[tokio::test(flavor = "multi_thread")]
+async fn confluents_json_schema_deserializer_reads_what_a_source_wrote() {
+    let env = InProcess::start();
+    let registry = serve(&env).await;
+    let bootstrap = env.broker.bootstrap_servers().to_string();
+    env.broker.create_topic("json-datagen", 1).await.unwrap();
+    env.create(json!({"name": "json-source", "config": {
+        "connector.class": "datagen", "topic": "json-datagen", "count": "25", "rate": "0",
+        "value.converter": "io.confluent.connect.json.JsonSchemaConverter",
+        "value.converter.json.fail.invalid.schema": "true",
+    }}))
+    .await;
+    let out = confluent_json(&["consume", &bootstrap, &registry, "json-datagen", "25"]).await;
+    let values: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(values.len(), 25);
+    for v in &values {
+        assert!(v["value"]["order_id"].is_i64(), "{v}");
+        assert!(v["value"]["amount"].is_number(), "{v}");
+        assert!(v["value"]["status"].is_string(), "{v}");
+    }
+    let latest: Value = reqwest::get(format!(
+        "{registry}/subjects/json-datagen-value/versions/latest"
+    ))
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(latest["schemaType"], "JSON", "{latest}");
+    let schema: Value = serde_json::from_str(latest["schema"].as_str().unwrap()).unwrap();
+    assert_eq!(schema["type"], "object", "{schema}");
+    assert_eq!(
+        schema["properties"]["order_id"],
+        json!({"type": "integer", "connect.type": "int64", "connect.index": 0}),
+        "{schema}"
+    );
+}
+
+/// Confluent's `SchemaRegistryClient` with JSON schemas on the built-in
+/// registry: ids, JSON Schema compatibility by Confluent's rules, the type
+/// kept, and what is refused.
+#[tokio::test(flavor = "multi_thread")]
+async fn confluents_registry_client_registers_json_schemas() {
+    let env = InProcess::start();
+    let registry = serve(&env).await;
+    let out = confluent_json(&["registry", &registry, "json-value"]).await;
+    let r: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(r["v1_id"], 1, "{r}");
+    assert_eq!(r["v1_again_id"], 1, "the same schema, spaced: {r}");
+    assert_eq!(
+        r["optional_added_compatible"], true,
+        "an optional property added to a closed model: {r}"
+    );
+    assert_eq!(r["v2_id"], 2, "{r}");
+    assert_eq!(r["type_changed_compatible"], false, "{r}");
+    assert_eq!(
+        r["type_changed"],
+        json!({"status": 409, "code": 409}),
+        "{r}"
+    );
+    assert_eq!(r["by_id_type"], "JSON", "{r}");
+    assert_eq!(
+        r["latest"],
+        json!({"version": 2, "id": 2, "type": "JSON"}),
+        "{r}"
+    );
+    assert_eq!(
+        r["avro_in_json_subject"],
+        json!({"status": 409, "code": 409}),
+        "{r}"
+    );
+    assert_eq!(
+        r["invalid_schema"],
+        json!({"status": 422, "code": 42201}),
+        "{r}"
+    );
+}
+
+/// A WASM transform between JSON Schema in and JSON Schema out: its output
+/// is written with the schema followed from the input's and registered as
+/// JSON under the output topic's subject; Confluent's validating
+/// deserializer reads it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_transform_between_json_schema_topics_writes_a_followed_schema() {
+    let env = InProcess::start();
+    let registry = serve(&env).await;
+    let bootstrap = env.broker.bootstrap_servers().to_string();
+    env.broker.create_topic("json-in", 1).await.unwrap();
+    env.broker.create_topic("json-in.out", 1).await.unwrap();
+    confluent_json(&["produce", &bootstrap, &registry, "json-in", "3"]).await;
+    env.create(json!({"name": "json-stream", "config": {
+        "connector.class": "stream", "topics": "json-in", "output.topic": "${topic}.out",
+        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "value.converter": "io.confluent.connect.json.JsonSchemaConverter",
+        "value.converter.json.fail.invalid.schema": "true",
+        "transforms": "ref", "transforms.ref.type": "wasm",
+        "transforms.ref.module": fixtures::example_component().display().to_string(),
+        "transforms.ref.uppercase.field": "name",
+    }}))
+    .await;
+    let out = match try_python(
+        "confluent_json_schema.py",
+        &["consume", &bootstrap, &registry, "json-in.out", "3"],
+    )
+    .await
+    {
+        Ok(out) => out,
+        Err(e) => panic!(
+            "{e}\nthe stream: {}",
+            status(&registry, "json-stream").await
+        ),
+    };
+    let values: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(values.len(), 3);
+    for (i, v) in values.iter().enumerate() {
+        let n = i + 1;
+        assert_eq!(v["value"]["id"], n, "{v}");
+        assert_eq!(v["value"]["name"], format!("ORDER-{n} É"), "{v}");
+        assert_eq!(v["value"]["processed_by"], "sluice", "{v}");
+    }
+    let latest: Value = reqwest::get(format!(
+        "{registry}/subjects/json-in.out-value/versions/latest"
+    ))
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(latest["schemaType"], "JSON", "{latest}");
+    let schema: Value = serde_json::from_str(latest["schema"].as_str().unwrap()).unwrap();
+    let p = &schema["properties"];
+    // Unchanged fields keep their types; the added one is an optional string.
+    assert_eq!(p["id"]["connect.type"], "int64", "{schema}");
+    assert_eq!(p["amount"]["connect.type"], "float64", "{schema}");
+    assert_eq!(p["tags"]["type"], "array", "{schema}");
+    assert_eq!(
+        p["processed_by"]["oneOf"],
+        json!([{"type": "null"}, {"type": "string"}]),
+        "{schema}"
+    );
+    assert_eq!(schema["title"], "shop.Order", "{schema}");
 }

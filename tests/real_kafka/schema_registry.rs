@@ -5,7 +5,7 @@
 //! restart; the API itself is checked with Confluent's client in
 //! `tests/schema_registry.rs`.)
 
-use sluice_runtime::schema::registry::{Compatibility, Registry, RegistryError};
+use sluice_runtime::schema::registry::{Compatibility, Registry, RegistryError, SchemaType};
 
 use super::broker;
 use crate::fixtures::InProcess;
@@ -37,18 +37,24 @@ async fn schemas_outlive_the_worker_and_are_shared_by_a_cluster() {
     let second = InProcess::start_on(&bootstrap);
     let one = first.worker.schema_registry();
     let two = second.worker.schema_registry();
-    let id1 = one.register(&subject, &v1).await.unwrap();
+    let id1 = one.register(&subject, SchemaType::Avro, &v1).await.unwrap();
     // Registered on one worker, known to the other.
-    assert_eq!(two.schema_by_id(id1).await.unwrap(), v1);
-    let id2 = two.register(&subject, &v2).await.unwrap();
+    assert_eq!(
+        two.schema_by_id(id1).await.unwrap(),
+        (SchemaType::Avro, v1.clone())
+    );
+    let id2 = two.register(&subject, SchemaType::Avro, &v2).await.unwrap();
     assert_ne!(id1, id2);
     assert_eq!(
-        one.register(&subject, &v2).await.unwrap(),
+        one.register(&subject, SchemaType::Avro, &v2).await.unwrap(),
         id2,
         "the same id on every worker"
     );
     // BACKWARD by default, enforced on either worker.
-    let refused = one.register(&subject, &v3).await.unwrap_err();
+    let refused = one
+        .register(&subject, SchemaType::Avro, &v3)
+        .await
+        .unwrap_err();
     assert!(
         matches!(refused, RegistryError::Incompatible(_)),
         "{refused}"
@@ -56,7 +62,14 @@ async fn schemas_outlive_the_worker_and_are_shared_by_a_cluster() {
     two.set_level(Some(&subject), Some(Compatibility::Forward))
         .await
         .unwrap();
-    let id3 = one.register(&subject, &v3).await.unwrap();
+    let id3 = one.register(&subject, SchemaType::Avro, &v3).await.unwrap();
+    // A JSON Schema keeps its type in the topic.
+    let json_subject = format!("{subject}-json");
+    let json_schema = r#"{"type":"object","properties":{"a":{"type":"integer"}}}"#;
+    let json_id = two
+        .register(&json_subject, SchemaType::Json, json_schema)
+        .await
+        .unwrap();
     drop(first);
     drop(second);
 
@@ -73,12 +86,16 @@ async fn schemas_outlive_the_worker_and_are_shared_by_a_cluster() {
         (3, id3, v3.as_str())
     );
     let found = r
-        .lookup(&subject, &v1)
+        .lookup(&subject, SchemaType::Avro, &v1)
         .await
         .unwrap()
         .expect("version 1 survives");
     assert_eq!((found.version, found.id), (1, id1));
-    assert_eq!(r.schema_by_id(id2).await.unwrap(), v2);
+    assert_eq!(r.schema_by_id(id2).await.unwrap(), (SchemaType::Avro, v2));
+    assert_eq!(
+        r.schema_by_id(json_id).await.unwrap(),
+        (SchemaType::Json, json_schema.to_string())
+    );
     let level = r.read(|s| s.level(Some(&subject))).await.unwrap();
     assert_eq!(level, Some(Compatibility::Forward));
 }

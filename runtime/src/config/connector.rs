@@ -569,10 +569,10 @@ pub struct CommonConfig {
     pub key_schemas: Option<JsonSchemas>,
     /// `value.converter` is `JsonConverter` with `schemas.enable=true`.
     pub value_schemas: Option<JsonSchemas>,
-    /// `key.converter` is Confluent's `AvroConverter`.
-    pub key_avro: Option<AvroSettings>,
-    /// `value.converter` is Confluent's `AvroConverter`.
-    pub value_avro: Option<AvroSettings>,
+    /// `key.converter` is one of Confluent's registry converters.
+    pub key_registry: Option<RegistrySettings>,
+    /// `value.converter` is one of Confluent's registry converters.
+    pub value_registry: Option<RegistrySettings>,
     pub delivery_guarantee: DeliveryGuarantee,
     pub transaction_boundary: TransactionBoundary,
     /// None: the worker's `offset.flush.interval.ms`.
@@ -627,8 +627,8 @@ impl Converter {
             None | Some("ByteArrayConverter") => Converter::ByteArray,
             Some("StringConverter") => Converter::String,
             Some("JsonConverter") => Converter::Json,
-            // Read and written by `crate::schema::avro_converter`.
-            Some("AvroConverter") if is_avro(class) => Converter::ByteArray,
+            // Read and written by `crate::schema`'s registry converters.
+            Some(_) if registry_format(class).is_some() => Converter::ByteArray,
             Some(_) => {
                 return Err(ConfigError::new(
                     key,
@@ -674,14 +674,14 @@ impl CommonConfig {
         let mut error_keys = ConfigMap::new();
         let mut consumer_overrides = ConfigMap::new();
         let mut producer_overrides = ConfigMap::new();
-        let mut key_avro_keys = ConfigMap::new();
-        let mut value_avro_keys = ConfigMap::new();
+        let mut key_registry_keys = ConfigMap::new();
+        let mut value_registry_keys = ConfigMap::new();
         for (k, v) in config {
-            if let Some((is_key, rest)) = avro_converter_key(config, k) {
+            if let Some((is_key, rest)) = registry_converter_key(config, k) {
                 if is_key {
-                    &mut key_avro_keys
+                    &mut key_registry_keys
                 } else {
-                    &mut value_avro_keys
+                    &mut value_registry_keys
                 }
                 .insert(rest.to_string(), v.clone());
             } else if let Some(rest) = k.strip_prefix("consumer.override.") {
@@ -728,11 +728,11 @@ impl CommonConfig {
             keys.value_replace_null_with_default,
             keys.value_schemas_cache_size,
         );
-        let key_avro = is_avro(keys.key_converter.as_deref())
-            .then(|| AvroSettings::parse("key.converter", true, &key_avro_keys))
+        let key_registry = registry_format(keys.key_converter.as_deref())
+            .map(|f| RegistrySettings::parse(f, "key.converter", true, &key_registry_keys))
             .transpose()?;
-        let value_avro = is_avro(keys.value_converter.as_deref())
-            .then(|| AvroSettings::parse("value.converter", false, &value_avro_keys))
+        let value_registry = registry_format(keys.value_converter.as_deref())
+            .map(|f| RegistrySettings::parse(f, "value.converter", false, &value_registry_keys))
             .transpose()?;
         let predicates = parse_predicates(&keys.predicates, &predicate_keys)?;
         let transforms = parse_transforms(&keys.transforms, &transform_keys, &predicates)?;
@@ -752,8 +752,8 @@ impl CommonConfig {
                 value_converter,
                 key_schemas,
                 value_schemas,
-                key_avro,
-                value_avro,
+                key_registry,
+                value_registry,
                 delivery_guarantee: keys.delivery_guarantee,
                 transaction_boundary: keys.transaction_boundary,
                 transaction_boundary_interval_ms: keys.transaction_boundary_interval_ms,
@@ -832,7 +832,7 @@ fn check_common_keys(keys: &CommonKeys) -> Result<(), ConfigError> {
     ] {
         if let Some(c) = converter
             && !PASS_THROUGH_CONVERTERS.contains(&c.as_str())
-            && !is_avro(Some(c))
+            && registry_format(Some(c)).is_none()
         {
             return Err(ConfigError::new(key, unsupported_converter(c)));
         }
@@ -903,7 +903,7 @@ pub fn plugin_keys(config: &ConfigMap) -> ConfigMap {
         .filter(|(k, _)| {
             !RUNTIME_NAMESPACES.iter().any(|p| k.starts_with(p))
                 && !is_common_key(k)
-                && avro_converter_key(config, k).is_none()
+                && registry_converter_key(config, k).is_none()
         })
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect()
@@ -921,26 +921,50 @@ const RUNTIME_NAMESPACES: [&str; 5] = [
 
 /// Confluent's Avro converter, by its class name.
 pub const AVRO_CONVERTER: &str = "io.confluent.connect.avro.AvroConverter";
+/// Confluent's JSON Schema converter, by its class name.
+pub const JSON_SCHEMA_CONVERTER: &str = "io.confluent.connect.json.JsonSchemaConverter";
 
-fn is_avro(class: Option<&str>) -> bool {
-    matches!(class, Some(AVRO_CONVERTER | "AvroConverter"))
+/// The data formats of Confluent's converters that keep schemas in a
+/// registry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RegistryFormat {
+    Avro,
+    JsonSchema,
+}
+
+impl RegistryFormat {
+    pub fn class_name(self) -> &'static str {
+        match self {
+            RegistryFormat::Avro => AVRO_CONVERTER,
+            RegistryFormat::JsonSchema => JSON_SCHEMA_CONVERTER,
+        }
+    }
+}
+
+/// Which registry converter `class` is, if any (by full or short name).
+fn registry_format(class: Option<&str>) -> Option<RegistryFormat> {
+    match class? {
+        AVRO_CONVERTER | "AvroConverter" => Some(RegistryFormat::Avro),
+        JSON_SCHEMA_CONVERTER | "JsonSchemaConverter" => Some(RegistryFormat::JsonSchema),
+        _ => None,
+    }
 }
 
 fn unsupported_converter(class: &str) -> String {
     format!(
-        "`{class}` is not supported; Sluice has JsonConverter (with or without schemas.enable), {AVRO_CONVERTER}, StringConverter and ByteArrayConverter"
+        "`{class}` is not supported; Sluice has JsonConverter (with or without schemas.enable), {AVRO_CONVERTER}, {JSON_SCHEMA_CONVERTER}, StringConverter and ByteArrayConverter"
     )
 }
 
-/// A key of an Avro converter (`key.converter.schema.registry.url`): which
-/// side (true: keys) and the converter's own name of it.
-fn avro_converter_key<'k>(config: &ConfigMap, k: &'k str) -> Option<(bool, &'k str)> {
+/// A key of a registry converter (`key.converter.schema.registry.url`):
+/// which side (true: keys) and the converter's own name of it.
+fn registry_converter_key<'k>(config: &ConfigMap, k: &'k str) -> Option<(bool, &'k str)> {
     if is_common_key(k) {
         return None;
     }
     for (is_key, prefix) in [(true, "key.converter"), (false, "value.converter")] {
         if let Some(rest) = k.strip_prefix(prefix).and_then(|r| r.strip_prefix('.'))
-            && is_avro(config.get(prefix).map(String::as_str))
+            && registry_format(config.get(prefix).map(String::as_str)).is_some()
         {
             return Some((is_key, rest));
         }
@@ -959,10 +983,12 @@ pub enum SubjectNameStrategy {
     TopicRecordName,
 }
 
-/// `AvroConverter`'s settings (its keys under `key.converter.` or
+/// A registry converter's settings (its keys under `key.converter.` or
 /// `value.converter.`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AvroSettings {
+pub struct RegistrySettings {
+    /// Which converter: the data format in the registry.
+    pub format: RegistryFormat,
     /// `schema.registry.url`, comma-separated, tried in turn; none: the
     /// worker's built-in registry.
     pub registry_urls: Vec<String>,
@@ -978,10 +1004,20 @@ pub struct AvroSettings {
     pub use_latest_version: bool,
     /// `key.subject.name.strategy` or `value.subject.name.strategy`.
     pub subject_name_strategy: SubjectNameStrategy,
+    /// `json.fail.invalid.schema` (JsonSchemaConverter, default false): a
+    /// value that does not validate against its JSON Schema is a record
+    /// error instead of being written or read as it is.
+    pub fail_invalid_schema: bool,
+    /// `object.additional.properties` (JsonSchemaConverter, default true):
+    /// the JSON Schema of a struct allows other properties (an open
+    /// content model, under which adding a field is not BACKWARD
+    /// compatible); false closes it.
+    pub object_additional_properties: bool,
 }
 
-impl AvroSettings {
-    /// The keys Sluice reads; any other is refused, naming these.
+impl RegistrySettings {
+    /// The keys every registry converter reads; any other is refused,
+    /// naming these.
     const KEYS: [&str; 10] = [
         "schema.registry.url",
         "basic.auth.credentials.source",
@@ -995,17 +1031,37 @@ impl AvroSettings {
         "schema.registry.ssl.truststore.type",
     ];
 
-    fn parse(prefix: &str, is_key: bool, keys: &ConfigMap) -> Result<Self, ConfigError> {
+    /// The keys only the JSON Schema converter reads.
+    const JSON_SCHEMA_KEYS: [&str; 2] =
+        ["json.fail.invalid.schema", "object.additional.properties"];
+
+    fn parse(
+        format: RegistryFormat,
+        prefix: &str,
+        is_key: bool,
+        keys: &ConfigMap,
+    ) -> Result<Self, ConfigError> {
         let err = |k: &str, m: String| ConfigError::new(format!("{prefix}.{k}"), m);
+        let own: &[&str] = match format {
+            RegistryFormat::Avro => &[],
+            RegistryFormat::JsonSchema => &Self::JSON_SCHEMA_KEYS,
+        };
         if let Some(k) = keys.keys().find(|k| {
             !Self::KEYS.contains(&k.as_str())
+                && !own.contains(&k.as_str())
                 && k.as_str() != "schema.registry.ssl.truststore.password"
         }) {
             return Err(err(
                 k,
                 format!(
-                    "is not a key of {AVRO_CONVERTER} that Sluice supports; it reads {}",
-                    Self::KEYS.join(", ")
+                    "is not a key of {} that Sluice supports; it reads {}",
+                    format.class_name(),
+                    Self::KEYS
+                        .iter()
+                        .chain(own)
+                        .copied()
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
             ));
         }
@@ -1141,13 +1197,16 @@ impl AvroSettings {
                 ));
             }
         };
-        Ok(AvroSettings {
+        Ok(RegistrySettings {
+            format,
             registry_urls,
             basic_auth,
             trust_pem,
             auto_register_schemas: boolean("auto.register.schemas", true)?,
             use_latest_version: boolean("use.latest.version", false)?,
             subject_name_strategy,
+            fail_invalid_schema: boolean("json.fail.invalid.schema", false)?,
+            object_additional_properties: boolean("object.additional.properties", true)?,
         })
     }
 }
@@ -1272,17 +1331,20 @@ mod tests {
             "{plugin:?}"
         );
         assert_eq!(
-            common.value_avro,
-            Some(AvroSettings {
+            common.value_registry,
+            Some(RegistrySettings {
+                format: RegistryFormat::Avro,
                 registry_urls: vec!["http://a:8081".into(), "http://b:8081".into()],
                 basic_auth: Some(("u".into(), "p".into())),
                 trust_pem: None,
                 auto_register_schemas: false,
                 use_latest_version: false,
                 subject_name_strategy: SubjectNameStrategy::TopicRecordName,
+                fail_invalid_schema: false,
+                object_additional_properties: true,
             })
         );
-        assert_eq!(common.key_avro, None);
+        assert_eq!(common.key_registry, None);
         for (pairs, key) in [
             (
                 &[("value.converter.schemas.cache.config", "1")][..],

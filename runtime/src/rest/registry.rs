@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use crate::herder::Herder;
 use crate::schema::registry::builtin::BuiltinRegistry;
-use crate::schema::registry::{Compatibility, RegistryError};
+use crate::schema::registry::{Compatibility, RegistryError, SchemaType};
 
 /// Where the registry is served on the REST listener.
 pub const PREFIX: &str = "/schema-registry";
@@ -100,7 +100,10 @@ pub fn router(herder: Arc<Herder>) -> Router {
         .route("/schemas/ids/{id}", get(schema_by_id))
         .route("/schemas/ids/{id}/schema", get(raw_schema_by_id))
         .route("/schemas/ids/{id}/versions", get(id_versions))
-        .route("/schemas/types", get(|| async { ok(json!(["AVRO"])) }))
+        .route(
+            "/schemas/types",
+            get(|| async { ok(json!(SchemaType::ALL.map(SchemaType::name))) }),
+        )
         .route("/config", get(global_config).put(put_global_config))
         .route(
             "/config/{subject}",
@@ -122,8 +125,8 @@ pub fn router(herder: Arc<Herder>) -> Router {
         .with_state(registry)
 }
 
-/// A body's `schema` (and, if given, `schemaType`: only AVRO).
-fn schema_of(body: &Bytes) -> Result<String, Error> {
+/// A body's `schema` and its `schemaType` (AVRO if absent).
+fn schema_of(body: &Bytes) -> Result<(SchemaType, String), Error> {
     let v: Value = serde_json::from_slice(body).map_err(|e| {
         Error(
             StatusCode::UNPROCESSABLE_ENTITY,
@@ -131,15 +134,18 @@ fn schema_of(body: &Bytes) -> Result<String, Error> {
             format!("the body is not JSON: {e}"),
         )
     })?;
-    if let Some(t) = v.get("schemaType").and_then(Value::as_str)
-        && t != "AVRO"
-    {
-        return Err(Error(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            42201,
-            format!("schemaType {t} is not supported by Sluice's built-in registry; it holds AVRO"),
-        ));
-    }
+    let schema_type = match v.get("schemaType") {
+        None | Some(Value::Null) => SchemaType::Avro,
+        Some(t) => t.as_str().and_then(SchemaType::parse).ok_or_else(|| {
+            Error(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                42201,
+                format!(
+                    "schemaType {t} is not supported by Sluice's built-in registry; it holds AVRO and JSON"
+                ),
+            )
+        })?,
+    };
     if v.get("references")
         .and_then(Value::as_array)
         .is_some_and(|r| !r.is_empty())
@@ -157,14 +163,14 @@ fn schema_of(body: &Bytes) -> Result<String, Error> {
             "the body has no `schema` string".into(),
         )
     })?;
-    apache_avro::Schema::parse_str(schema).map_err(|e| {
+    schema_type.validate(schema).map_err(|e| {
         Error(
             StatusCode::UNPROCESSABLE_ENTITY,
             42201,
             format!("Invalid schema: {e}"),
         )
     })?;
-    Ok(schema.to_string())
+    Ok((schema_type, schema.to_string()))
 }
 
 fn version_number(version: &str) -> Result<Option<u32>, Error> {
@@ -224,9 +230,7 @@ async fn version(
     Path((subject, version)): Path<(String, String)>,
 ) -> Result<Response, Error> {
     let f = found_version(&r, &subject, &version).await?;
-    Ok(ok(
-        json!({"subject": f.subject, "version": f.version, "id": f.id, "schema": f.schema}),
-    ))
+    Ok(ok(f.to_json()))
 }
 
 async fn version_schema(
@@ -242,8 +246,8 @@ async fn register(
     Path(subject): Path<String>,
     body: Bytes,
 ) -> Result<Response, Error> {
-    let schema = schema_of(&body)?;
-    let id = r.register_checked(&subject, &schema).await?;
+    let (schema_type, schema) = schema_of(&body)?;
+    let id = r.register_checked(&subject, schema_type, &schema).await?;
     Ok(ok(json!({"id": id})))
 }
 
@@ -252,14 +256,17 @@ async fn lookup(
     Path(subject): Path<String>,
     body: Bytes,
 ) -> Result<Response, Error> {
-    let schema = schema_of(&body)?;
+    let (schema_type, schema) = schema_of(&body)?;
     let (exists, found) = r
-        .read(|s| (s.versions(&subject).is_some(), s.find(&subject, &schema)))
+        .read(|s| {
+            (
+                s.versions(&subject).is_some(),
+                s.find(&subject, schema_type, &schema),
+            )
+        })
         .await?;
     match (exists, found) {
-        (_, Some(f)) => Ok(ok(
-            json!({"subject": f.subject, "version": f.version, "id": f.id, "schema": f.schema}),
-        )),
+        (_, Some(f)) => Ok(ok(f.to_json())),
         (false, None) => Err(subject_not_found(&subject)),
         (true, None) => Err(Error(
             StatusCode::NOT_FOUND,
@@ -284,11 +291,15 @@ async fn schema_by_id(
     Path(id): Path<String>,
 ) -> Result<Response, Error> {
     let id = id_number(&id)?;
-    let schema = r
+    let (schema_type, schema) = r
         .read(|s| s.schema(id))
         .await?
         .ok_or_else(|| schema_not_found(id))?;
-    Ok(ok(json!({"schema": schema})))
+    let mut answer = json!({"schema": schema});
+    if schema_type != SchemaType::Avro {
+        answer["schemaType"] = schema_type.name().into();
+    }
+    Ok(ok(answer))
 }
 
 async fn raw_schema_by_id(
@@ -296,7 +307,7 @@ async fn raw_schema_by_id(
     Path(id): Path<String>,
 ) -> Result<Response, Error> {
     let id = id_number(&id)?;
-    let schema = r
+    let (_, schema) = r
         .read(|s| s.schema(id))
         .await?
         .ok_or_else(|| schema_not_found(id))?;
@@ -399,7 +410,7 @@ async fn compatibility(
     Path((subject, version)): Path<(String, String)>,
     body: Bytes,
 ) -> Result<Response, Error> {
-    let schema = schema_of(&body)?;
+    let (schema_type, schema) = schema_of(&body)?;
     let number = version_number(&version)?;
     let result = r
         .read(|s| {
@@ -414,7 +425,11 @@ async fn compatibility(
                 Compatibility::FullTransitive => Compatibility::Full,
                 l => l,
             };
-            Some(level.check(&schema, &[against.schema.as_str()]))
+            Some(level.check(
+                schema_type,
+                &schema,
+                &[(against.schema_type, against.schema.as_str())],
+            ))
         })
         .await?;
     match result {

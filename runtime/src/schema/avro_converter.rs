@@ -11,15 +11,14 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use apache_avro::Schema as Avro;
-use sluice_sdk::schema::SchemaKind;
 use sluice_sdk::{ConnectError, Schema};
 
 use super::avro;
 use super::json;
 use super::payload::{self, Form, Path, Settings};
-use super::registry::{Registry, RegistryError};
+use super::registry::{Registry, SchemaType};
 use super::{WithSchema, class};
-use crate::config::{AvroSettings, SubjectNameStrategy};
+use crate::config::RegistrySettings;
 
 /// The class a converter's failures name.
 pub const AVRO_CONVERTER_CLASS: &str = "io.confluent.connect.avro.AvroConverter";
@@ -42,7 +41,7 @@ struct WriterSchema {
 
 pub struct AvroConverter {
     registry: Arc<dyn Registry>,
-    settings: AvroSettings,
+    settings: RegistrySettings,
     is_key: bool,
     readers: Mutex<HashMap<u32, Arc<ReaderSchema>>>,
     writers: Mutex<HashMap<WriterKey, Arc<WriterSchema>>>,
@@ -56,7 +55,7 @@ fn data(class: &'static str, message: String) -> ConnectError {
 }
 
 impl AvroConverter {
-    pub fn new(registry: Arc<dyn Registry>, settings: AvroSettings, is_key: bool) -> Self {
+    pub fn new(registry: Arc<dyn Registry>, settings: RegistrySettings, is_key: bool) -> Self {
         AvroConverter {
             registry,
             settings,
@@ -74,13 +73,7 @@ impl AvroConverter {
         if let Some(r) = self.readers.lock().expect("avro readers").get(&id) {
             return Ok(r.clone());
         }
-        let text = self.registry.schema_by_id(id).await.map_err(|e| match e {
-            RegistryError::NotFound(m) => data(
-                "SchemaNotFound",
-                format!("{m} (the record names schema id {id})"),
-            ),
-            other => other.into(),
-        })?;
+        let text = super::registry::schema_of_type(&*self.registry, id, SchemaType::Avro).await?;
         let avro = Avro::parse_str(&text).map_err(|e| {
             data(
                 class::INVALID_SCHEMA,
@@ -163,25 +156,14 @@ impl AvroConverter {
     }
 
     fn subject(&self, topic: &str, schema: &Schema) -> Result<String, ConnectError> {
-        let suffix = if self.is_key { "key" } else { "value" };
-        // The Avro record's full name, as Confluent's strategies take it
-        // (a struct without a name is Confluent's `ConnectDefault`).
-        let record_name = || {
-            match (&schema.kind, &schema.name) {
-            (SchemaKind::Struct(_), Some(name)) => Ok(name.clone()),
-            (SchemaKind::Struct(_), None) => Ok(avro::CONNECT_DEFAULT_FULL_NAME.to_string()),
-            (kind, _) => Err(ConnectError::data(format!(
-                "the {suffix} subject name strategy needs a record, and this {suffix}'s schema is {}",
-                kind.type_name()
-            ))
-            .with_class("SubjectName")),
-        }
-        };
-        Ok(match self.settings.subject_name_strategy {
-            SubjectNameStrategy::TopicName => format!("{topic}-{suffix}"),
-            SubjectNameStrategy::RecordName => record_name()?,
-            SubjectNameStrategy::TopicRecordName => format!("{topic}-{}", record_name()?),
-        })
+        // A struct without a name is Confluent's `ConnectDefault` record.
+        super::subject_name(
+            self.settings.subject_name_strategy,
+            self.is_key,
+            topic,
+            schema,
+            Some(avro::CONNECT_DEFAULT_FULL_NAME),
+        )
     }
 
     async fn writer(
@@ -200,14 +182,25 @@ impl AvroConverter {
                     format!("use.latest.version is set and the subject `{subject}` has no version"),
                 )
             })?;
+            if latest.schema_type != SchemaType::Avro {
+                return Err(data(
+                    class::INVALID_SCHEMA,
+                    format!(
+                        "use.latest.version: the latest schema of `{subject}` is {}, not AVRO",
+                        latest.schema_type.name()
+                    ),
+                ));
+            }
             (latest.id, latest.schema)
         } else {
             let text = avro::from_connect(schema).to_string();
             let id = if self.settings.auto_register_schemas {
-                self.registry.register(subject, &text).await?
+                self.registry
+                    .register(subject, SchemaType::Avro, &text)
+                    .await?
             } else {
                 self.registry
-                    .lookup(subject, &text)
+                    .lookup(subject, SchemaType::Avro, &text)
                     .await?
                     .ok_or_else(|| {
                         data(

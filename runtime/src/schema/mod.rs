@@ -31,6 +31,8 @@ pub mod connect;
 pub mod decimal;
 pub mod follow;
 pub mod json;
+pub mod json_schema;
+pub mod json_schema_converter;
 pub mod payload;
 pub mod registry;
 
@@ -312,11 +314,46 @@ pub(crate) fn followed(
     })
 }
 
-/// A converter with schemas: `JsonConverter`'s envelopes or Confluent's
-/// Avro.
+/// The subject a registry converter writes `schema` under for `topic`, by
+/// Confluent's subject name strategies; the record strategies name a
+/// struct by its name (or `unnamed`, if the format has a name for that).
+pub(crate) fn subject_name(
+    strategy: crate::config::SubjectNameStrategy,
+    is_key: bool,
+    topic: &str,
+    schema: &Schema,
+    unnamed: Option<&str>,
+) -> Result<String, ConnectError> {
+    use crate::config::SubjectNameStrategy;
+    use sluice_sdk::schema::SchemaKind;
+    let suffix = if is_key { "key" } else { "value" };
+    let record_name = || {
+        match (&schema.kind, schema.name.as_deref().or(unnamed)) {
+        (SchemaKind::Struct(_), Some(name)) => Ok(name.to_string()),
+        (SchemaKind::Struct(_), None) => Err(ConnectError::data(format!(
+            "the {suffix} subject name strategy names a record by its name, and this {suffix}'s struct has none (a source or transform must name it)"
+        ))
+        .with_class("SubjectName")),
+        (kind, _) => Err(ConnectError::data(format!(
+            "the {suffix} subject name strategy needs a record, and this {suffix}'s schema is {}",
+            kind.type_name()
+        ))
+        .with_class("SubjectName")),
+    }
+    };
+    Ok(match strategy {
+        SubjectNameStrategy::TopicName => format!("{topic}-{suffix}"),
+        SubjectNameStrategy::RecordName => record_name()?,
+        SubjectNameStrategy::TopicRecordName => format!("{topic}-{}", record_name()?),
+    })
+}
+
+/// A converter with schemas: `JsonConverter`'s envelopes or one of
+/// Confluent's registry converters.
 pub enum SchemaConverter {
     Json(EnvelopeConverter),
     Avro(avro_converter::AvroConverter),
+    JsonSchema(json_schema_converter::JsonSchemaConverter),
 }
 
 impl SchemaConverter {
@@ -325,6 +362,7 @@ impl SchemaConverter {
         match self {
             SchemaConverter::Json(_) => CONVERTER_CLASS,
             SchemaConverter::Avro(_) => avro_converter::AVRO_CONVERTER_CLASS,
+            SchemaConverter::JsonSchema(_) => json_schema_converter::JSON_SCHEMA_CONVERTER_CLASS,
         }
     }
 
@@ -333,6 +371,7 @@ impl SchemaConverter {
         match self {
             SchemaConverter::Json(c) => c.read(bytes),
             SchemaConverter::Avro(c) => c.read(bytes).await,
+            SchemaConverter::JsonSchema(c) => c.read(bytes).await,
         }
     }
 
@@ -348,6 +387,7 @@ impl SchemaConverter {
         match self {
             SchemaConverter::Json(c) => c.follow(input, payload, write),
             SchemaConverter::Avro(c) => c.follow(topic, input, payload, write).await,
+            SchemaConverter::JsonSchema(c) => c.follow(topic, input, payload, write).await,
         }
     }
 
@@ -361,6 +401,7 @@ impl SchemaConverter {
         match self {
             SchemaConverter::Json(c) => c.write_bytes(schema, payload),
             SchemaConverter::Avro(c) => c.write_bytes(topic, schema, payload).await,
+            SchemaConverter::JsonSchema(c) => c.write_bytes(topic, schema, payload).await,
         }
     }
 }

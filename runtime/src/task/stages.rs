@@ -167,30 +167,34 @@ pub struct Envelopes {
 }
 
 impl Envelopes {
-    /// The converters of `common`; an Avro converter without
+    /// The converters of `common`; a registry converter without
     /// `schema.registry.url` uses `builtin`, the worker's registry.
     pub fn new(
         common: &crate::config::CommonConfig,
         builtin: &std::sync::Arc<crate::schema::registry::builtin::BuiltinRegistry>,
     ) -> Self {
         let side = |json: Option<crate::config::JsonSchemas>,
-                    avro: &Option<crate::config::AvroSettings>,
+                    registry: &Option<crate::config::RegistrySettings>,
                     is_key: bool| {
-            if let Some(settings) = avro {
+            if let Some(settings) = registry {
+                use crate::config::RegistryFormat;
+                use crate::schema::{avro_converter, json_schema_converter};
                 let registry = crate::schema::registry::for_settings(settings, builtin);
-                return Some(SchemaConverter::Avro(
-                    crate::schema::avro_converter::AvroConverter::new(
-                        registry,
-                        settings.clone(),
-                        is_key,
+                let settings = settings.clone();
+                return Some(match settings.format {
+                    RegistryFormat::Avro => SchemaConverter::Avro(
+                        avro_converter::AvroConverter::new(registry, settings, is_key),
                     ),
-                ));
+                    RegistryFormat::JsonSchema => SchemaConverter::JsonSchema(
+                        json_schema_converter::JsonSchemaConverter::new(registry, settings, is_key),
+                    ),
+                });
             }
             json.map(|j| SchemaConverter::Json(EnvelopeConverter::new(j)))
         };
         Envelopes {
-            key: side(common.key_schemas, &common.key_avro, true),
-            value: side(common.value_schemas, &common.value_avro, false),
+            key: side(common.key_schemas, &common.key_registry, true),
+            value: side(common.value_schemas, &common.value_registry, false),
         }
     }
 

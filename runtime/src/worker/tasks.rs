@@ -173,8 +173,8 @@ async fn run_task(
     let context = TaskContext {
         connector: env.connector.to_string(),
         task_id: env.task_id,
-        key_schemas: env.common.key_schemas.is_some() || env.common.key_avro.is_some(),
-        value_schemas: env.common.value_schemas.is_some() || env.common.value_avro.is_some(),
+        key_schemas: env.common.key_schemas.is_some() || env.common.key_registry.is_some(),
+        value_schemas: env.common.value_schemas.is_some() || env.common.value_registry.is_some(),
     };
     let chain = env.chain_updates.borrow_and_update().clone();
     if !chain.is_empty() {

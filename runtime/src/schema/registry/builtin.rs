@@ -9,9 +9,10 @@
 //! leader:
 //!
 //! - a registration is a record with a key of its own (never compacted
-//!   away) whose value is `{"subject", "schema"}`; replaying it gives the
-//!   schema the next id if its text is new, and the subject its next
-//!   version if the subject does not have it yet;
+//!   away) whose value is `{"subject", "schema"}` and, for a schema that is
+//!   not Avro, its `schemaType`; replaying it gives the schema the next id
+//!   if its type and text are new, and the subject its next version if the
+//!   subject does not have it yet;
 //! - a compatibility level is a record keyed by its subject (or none for
 //!   the global one); the latest wins.
 //!
@@ -28,7 +29,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::{Compatibility, Registered, Registry, RegistryError};
+use super::{Compatibility, Registered, Registry, RegistryError, SchemaType};
 use crate::kafka::KafkaClients;
 
 /// The topic that holds the worker's schemas.
@@ -37,11 +38,11 @@ pub const TOPIC: &str = "_sluice_schemas";
 /// The replayed log.
 #[derive(Default)]
 pub struct State {
-    /// Schema texts by id - 1.
-    schemas: Vec<String>,
-    /// Ids by normalised text (the schema's JSON with sorted keys and no
-    /// whitespace, so spacing and member order do not make a new id).
-    ids: HashMap<String, u32>,
+    /// Schemas (type and text) by id - 1.
+    schemas: Vec<(SchemaType, String)>,
+    /// Ids by type and normalised text (the schema's JSON with sorted keys
+    /// and no whitespace, so spacing and member order do not make a new id).
+    ids: HashMap<(SchemaType, String), u32>,
     /// Each subject's versions (their ids), oldest first.
     subjects: BTreeMap<String, Vec<u32>>,
     global: Compatibility,
@@ -77,13 +78,19 @@ impl State {
                 else {
                     return;
                 };
+                let Some(schema_type) = v["schemaType"]
+                    .as_str()
+                    .map_or(Some(SchemaType::Avro), SchemaType::parse)
+                else {
+                    return;
+                };
                 let Ok(norm) = normalise(schema) else { return };
-                let id = match self.ids.get(&norm) {
+                let id = match self.ids.get(&(schema_type, norm.clone())) {
                     Some(id) => *id,
                     None => {
-                        self.schemas.push(schema.to_string());
+                        self.schemas.push((schema_type, schema.to_string()));
                         let id = self.schemas.len() as u32;
-                        self.ids.insert(norm, id);
+                        self.ids.insert((schema_type, norm), id);
                         id
                     }
                 };
@@ -128,15 +135,17 @@ impl State {
             Some(v) => v,
         };
         let id = *versions.get((v as usize).checked_sub(1)?)?;
+        let (schema_type, schema) = self.schemas[id as usize - 1].clone();
         Some(Registered {
             subject: subject.to_string(),
             version: v,
             id,
-            schema: self.schemas[id as usize - 1].clone(),
+            schema_type,
+            schema,
         })
     }
 
-    pub fn schema(&self, id: u32) -> Option<String> {
+    pub fn schema(&self, id: u32) -> Option<(SchemaType, String)> {
         self.schemas.get((id as usize).checked_sub(1)?).cloned()
     }
 
@@ -152,8 +161,8 @@ impl State {
             .collect()
     }
 
-    pub fn find(&self, subject: &str, schema: &str) -> Option<Registered> {
-        let id = *self.ids.get(&normalise(schema).ok()?)?;
+    pub fn find(&self, subject: &str, schema_type: SchemaType, schema: &str) -> Option<Registered> {
+        let id = *self.ids.get(&(schema_type, normalise(schema).ok()?))?;
         let versions = self.subjects.get(subject)?;
         let i = versions.iter().position(|x| *x == id)?;
         self.version(subject, Some(i as u32 + 1))
@@ -167,18 +176,26 @@ impl State {
     }
 
     /// Whether `schema` may be added to `subject` under its level.
-    pub fn check(&self, subject: &str, schema: &str) -> Result<(), String> {
+    pub fn check(
+        &self,
+        subject: &str,
+        schema_type: SchemaType,
+        schema: &str,
+    ) -> Result<(), String> {
         let level = self.levels.get(subject).copied().unwrap_or(self.global);
-        let existing: Vec<&str> = self
+        let existing: Vec<(SchemaType, &str)> = self
             .subjects
             .get(subject)
             .map(|v| {
                 v.iter()
-                    .map(|id| self.schemas[*id as usize - 1].as_str())
+                    .map(|id| {
+                        let (t, s) = &self.schemas[*id as usize - 1];
+                        (*t, s.as_str())
+                    })
                     .collect()
             })
             .unwrap_or_default();
-        level.check(schema, &existing)
+        level.check(schema_type, schema, &existing)
     }
 }
 
@@ -293,35 +310,44 @@ impl BuiltinRegistry {
     pub async fn register_checked(
         &self,
         subject: &str,
+        schema_type: SchemaType,
         schema: &str,
     ) -> Result<u32, RegistryError> {
-        apache_avro::Schema::parse_str(schema)
+        schema_type
+            .validate(schema)
             .map_err(|e| RegistryError::Refused(format!("Invalid schema: {e}")))?;
         let _one = self.writes.lock().await;
         self.catch_up().await?;
         {
             let state = self.state.lock().expect("schemas");
-            if let Some(r) = state.find(subject, schema) {
+            if let Some(r) = state.find(subject, schema_type, schema) {
                 return Ok(r.id);
             }
-            state.check(subject, schema).map_err(|e| {
+            state.check(subject, schema_type, schema).map_err(|e| {
                 RegistryError::Incompatible(format!(
                     "Schema being registered is incompatible with an earlier schema for subject \"{subject}\": {e}"
                 ))
             })?;
         }
         let nonce: u128 = rand::random();
+        let mut value = json!({"subject": subject, "schema": schema});
+        if schema_type != SchemaType::Avro {
+            value["schemaType"] = schema_type.name().into();
+        }
         self.append(
             json!({"type": "SCHEMA", "subject": subject, "request": format!("{nonce:032x}")}),
-            Some(json!({"subject": subject, "schema": schema})),
+            Some(value),
         )
         .await?;
         let state = self.state.lock().expect("schemas");
-        state.find(subject, schema).map(|r| r.id).ok_or_else(|| {
-            RegistryError::Unavailable(format!(
-                "the registration of `{subject}` was written but not read back from `{TOPIC}`"
-            ))
-        })
+        state
+            .find(subject, schema_type, schema)
+            .map(|r| r.id)
+            .ok_or_else(|| {
+                RegistryError::Unavailable(format!(
+                    "the registration of `{subject}` was written but not read back from `{TOPIC}`"
+                ))
+            })
     }
 
     /// Sets (`Some`) or removes (`None`) a compatibility level; no subject
@@ -411,7 +437,7 @@ impl Log {
 
 #[async_trait]
 impl Registry for BuiltinRegistry {
-    async fn schema_by_id(&self, id: u32) -> Result<String, RegistryError> {
+    async fn schema_by_id(&self, id: u32) -> Result<(SchemaType, String), RegistryError> {
         if let Some(s) = self.state.lock().expect("schemas").schema(id) {
             return Ok(s);
         }
@@ -422,16 +448,22 @@ impl Registry for BuiltinRegistry {
         })
     }
 
-    async fn register(&self, subject: &str, schema: &str) -> Result<u32, RegistryError> {
-        self.register_checked(subject, schema).await
+    async fn register(
+        &self,
+        subject: &str,
+        schema_type: SchemaType,
+        schema: &str,
+    ) -> Result<u32, RegistryError> {
+        self.register_checked(subject, schema_type, schema).await
     }
 
     async fn lookup(
         &self,
         subject: &str,
+        schema_type: SchemaType,
         schema: &str,
     ) -> Result<Option<Registered>, RegistryError> {
-        self.read(|s| s.find(subject, schema)).await
+        self.read(|s| s.find(subject, schema_type, schema)).await
     }
 
     async fn latest(&self, subject: &str) -> Result<Option<Registered>, RegistryError> {
@@ -450,30 +482,43 @@ mod tests {
         let a_spaced =
             r#"{ "name": "A", "type": "record", "fields": [ {"type": "long", "name": "x"} ] }"#;
         let b = r#"{"type":"record","name":"A","fields":[{"name":"x","type":"long"},{"name":"y","type":["null","string"],"default":null}]}"#;
-        assert_eq!(r.register("s-value", a).await.unwrap(), 1);
+        assert_eq!(r.register("s-value", SchemaType::Avro, a).await.unwrap(), 1);
         assert_eq!(
-            r.register("s-value", a_spaced).await.unwrap(),
+            r.register("s-value", SchemaType::Avro, a_spaced)
+                .await
+                .unwrap(),
             1,
             "the same schema, spaced"
         );
         assert_eq!(
-            r.register("t-value", a).await.unwrap(),
+            r.register("t-value", SchemaType::Avro, a).await.unwrap(),
             1,
             "one id across subjects"
         );
-        assert_eq!(r.register("s-value", b).await.unwrap(), 2);
+        assert_eq!(r.register("s-value", SchemaType::Avro, b).await.unwrap(), 2);
         let latest = r.latest("s-value").await.unwrap().unwrap();
         assert_eq!((latest.version, latest.id), (2, 2));
-        assert_eq!(r.lookup("t-value", b).await.unwrap(), None);
+        assert_eq!(
+            r.lookup("t-value", SchemaType::Avro, b).await.unwrap(),
+            None
+        );
         let required = r#"{"type":"record","name":"A","fields":[{"name":"x","type":"long"},{"name":"z","type":"string"}]}"#;
-        let e = r.register("s-value", required).await.unwrap_err();
+        let e = r
+            .register("s-value", SchemaType::Avro, required)
+            .await
+            .unwrap_err();
         assert!(matches!(e, RegistryError::Incompatible(_)), "{e}");
         r.set_level(Some("s-value"), Some(Compatibility::None))
             .await
             .unwrap();
-        assert_eq!(r.register("s-value", required).await.unwrap(), 3);
+        assert_eq!(
+            r.register("s-value", SchemaType::Avro, required)
+                .await
+                .unwrap(),
+            3
+        );
         let e = r
-            .register("s-value", "{\"type\":\"nope\"}")
+            .register("s-value", SchemaType::Avro, "{\"type\":\"nope\"}")
             .await
             .unwrap_err();
         assert!(matches!(e, RegistryError::Refused(_)), "{e}");

@@ -7,7 +7,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::{Registered, Registry, RegistryError};
+use super::{Registered, Registry, RegistryError, SchemaType};
 
 const CONTENT_TYPE: &str = "application/vnd.schemaregistry.v1+json";
 
@@ -112,8 +112,27 @@ fn registered(v: &Value) -> Option<Registered> {
         subject: v["subject"].as_str()?.to_string(),
         version: u32::try_from(v["version"].as_u64()?).ok()?,
         id: u32::try_from(v["id"].as_u64()?).ok()?,
+        schema_type: schema_type_of(v)?,
         schema: v["schema"].as_str()?.to_string(),
     })
+}
+
+/// An answer's `schemaType` (absent: AVRO); `None` for a type Sluice
+/// does not read.
+fn schema_type_of(v: &Value) -> Option<SchemaType> {
+    v["schemaType"]
+        .as_str()
+        .map_or(Some(SchemaType::Avro), SchemaType::parse)
+}
+
+/// A registration or lookup body: `schemaType` only when not AVRO, as
+/// Confluent's serializers send it.
+fn schema_body(schema_type: SchemaType, schema: &str) -> Value {
+    let mut body = json!({"schema": schema});
+    if schema_type != SchemaType::Avro {
+        body["schemaType"] = schema_type.name().into();
+    }
+    body
 }
 
 fn encode(segment: &str) -> String {
@@ -130,33 +149,38 @@ fn encode(segment: &str) -> String {
 
 #[async_trait]
 impl Registry for HttpRegistry {
-    async fn schema_by_id(&self, id: u32) -> Result<String, RegistryError> {
+    async fn schema_by_id(&self, id: u32) -> Result<(SchemaType, String), RegistryError> {
         let v = self
             .call(reqwest::Method::GET, &format!("/schemas/ids/{id}"), None)
             .await?
             .ok_or_else(|| {
                 RegistryError::NotFound(format!("the schema registry has no schema with id {id}"))
             })?;
-        if let Some(t) = v["schemaType"].as_str()
-            && t != "AVRO"
-        {
-            return Err(RegistryError::Refused(format!(
-                "the schema with id {id} is {t}, not Avro"
-            )));
-        }
-        v["schema"].as_str().map(str::to_string).ok_or_else(|| {
+        let schema_type = schema_type_of(&v).ok_or_else(|| {
+            RegistryError::Refused(format!(
+                "the schema with id {id} is {}, which Sluice does not read",
+                v["schemaType"]
+            ))
+        })?;
+        let schema = v["schema"].as_str().map(str::to_string).ok_or_else(|| {
             RegistryError::Refused(format!(
                 "the registry's answer for id {id} has no schema: {v}"
             ))
-        })
+        })?;
+        Ok((schema_type, schema))
     }
 
-    async fn register(&self, subject: &str, schema: &str) -> Result<u32, RegistryError> {
+    async fn register(
+        &self,
+        subject: &str,
+        schema_type: SchemaType,
+        schema: &str,
+    ) -> Result<u32, RegistryError> {
         let v = self
             .call(
                 reqwest::Method::POST,
                 &format!("/subjects/{}/versions", encode(subject)),
-                Some(json!({"schema": schema})),
+                Some(schema_body(schema_type, schema)),
             )
             .await?
             .ok_or_else(|| {
@@ -173,13 +197,14 @@ impl Registry for HttpRegistry {
     async fn lookup(
         &self,
         subject: &str,
+        schema_type: SchemaType,
         schema: &str,
     ) -> Result<Option<Registered>, RegistryError> {
         Ok(self
             .call(
                 reqwest::Method::POST,
                 &format!("/subjects/{}", encode(subject)),
-                Some(json!({"schema": schema})),
+                Some(schema_body(schema_type, schema)),
             )
             .await?
             .as_ref()

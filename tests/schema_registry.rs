@@ -347,6 +347,53 @@ async fn confluents_registry_client_gets_confluents_answers() {
     );
 }
 
+/// Soft and permanent deletes with Confluent's client: what a soft delete
+/// hides, what a permanent one needs first, Confluent's codes, ids that
+/// keep naming their schemas.
+#[tokio::test(flavor = "multi_thread")]
+async fn confluents_registry_client_deletes_softly_then_for_good() {
+    let env = InProcess::start();
+    let registry = serve(&env).await;
+    let out = confluent(&["deletes", &registry, "gone-value"]).await;
+    let r: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(r["ids"], json!([1, 2]), "{r}");
+    assert_eq!(
+        r["hard_before_soft"],
+        json!({"status": 404, "code": 40407}),
+        "{r}"
+    );
+    assert_eq!(r["soft_v2"], 2, "{r}");
+    assert_eq!(
+        r["soft_v2_again"],
+        json!({"status": 404, "code": 40406}),
+        "{r}"
+    );
+    assert_eq!(r["versions"], json!([1]), "{r}");
+    assert_eq!(r["versions_with_deleted"], json!([1, 2]), "{r}");
+    assert_eq!(r["latest_after_soft"], 1, "{r}");
+    assert_eq!(
+        r["v2_by_version"],
+        json!({"status": 404, "code": 40402}),
+        "{r}"
+    );
+    assert_eq!(r["v2_by_version_deleted"], 2, "{r}");
+    assert_eq!(r["v2_id_still_served"], true, "{r}");
+    assert_eq!(r["hard_v2"], 2, "{r}");
+    assert_eq!(r["versions_after_hard"], json!([1]), "{r}");
+    assert_eq!(r["soft_subject"], json!([1]), "{r}");
+    assert_eq!(r["subjects"], json!([]), "{r}");
+    assert_eq!(r["subjects_with_deleted"], json!(["gone-value"]), "{r}");
+    assert_eq!(
+        r["versions_of_deleted_subject"],
+        json!({"status": 404, "code": 40401}),
+        "{r}"
+    );
+    assert_eq!(r["hard_subject"], json!([1]), "{r}");
+    assert_eq!(r["subjects_after_hard"], json!([]), "{r}");
+    assert_eq!(r["registered_again"], 1, "the id is the schema's: {r}");
+    assert_eq!(r["version_again"], 1, "{r}");
+}
+
 /// A WASM transform between Avro in and Avro out: it sees the record as
 /// JSON, and its output is written with the schema followed from the
 /// input's: unchanged fields keep their Avro types, the added one is an

@@ -70,6 +70,12 @@ async fn schemas_outlive_the_worker_and_are_shared_by_a_cluster() {
         .register(&json_subject, SchemaType::Json, json_schema)
         .await
         .unwrap();
+    // A soft delete on one worker hides version 2 everywhere (its id
+    // still names its schema).
+    assert_eq!(
+        two.delete(&subject, Some(2), false).await.unwrap(),
+        Ok(vec![2])
+    );
     drop(first);
     drop(second);
 
@@ -96,6 +102,11 @@ async fn schemas_outlive_the_worker_and_are_shared_by_a_cluster() {
         r.schema_by_id(json_id).await.unwrap(),
         (SchemaType::Json, json_schema.to_string())
     );
+    let versions = r
+        .read(|s| (s.versions(&subject, false), s.versions(&subject, true)))
+        .await
+        .unwrap();
+    assert_eq!(versions, (Some(vec![1, 3]), Some(vec![1, 2, 3])));
     let level = r.read(|s| s.level(Some(&subject))).await.unwrap();
     assert_eq!(level, Some(Compatibility::Forward));
 }

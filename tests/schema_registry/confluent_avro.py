@@ -5,6 +5,7 @@ Run by tests/schema_registry.rs with the venv of scripts/confluent-py.sh.
     confluent_avro.py produce  BOOTSTRAP REGISTRY TOPIC N   Avro orders, AvroSerializer
     confluent_avro.py consume  BOOTSTRAP REGISTRY TOPIC N   prints each decoded value as JSON
     confluent_avro.py registry REGISTRY SUBJECT             SchemaRegistryClient calls; prints results as JSON
+    confluent_avro.py deletes  REGISTRY SUBJECT             soft and permanent deletes; prints results as JSON
 """
 import datetime
 import decimal
@@ -128,6 +129,43 @@ def registry(url, subject):
     print(json.dumps(out, default=str))
 
 
+
+def deletes(url, subject):
+    client = SchemaRegistryClient({"url": url})
+    out = {}
+
+    def attempt(name, call):
+        try:
+            out[name] = call()
+        except SchemaRegistryError as e:
+            out[name] = {"status": e.http_status_code, "code": e.error_code}
+
+    v1 = Schema(json.dumps(ORDER), "AVRO")
+    added = dict(ORDER, fields=ORDER["fields"] + [{"name": "extra", "type": ["null", "long"], "default": None}])
+    v2 = Schema(json.dumps(added), "AVRO")
+    out["ids"] = [client.register_schema(subject, v1), client.register_schema(subject, v2)]
+    attempt("hard_before_soft", lambda: client.delete_version(subject, 2, permanent=True))
+    attempt("soft_v2", lambda: client.delete_version(subject, 2))
+    attempt("soft_v2_again", lambda: client.delete_version(subject, 2))
+    out["versions"] = client.get_versions(subject)
+    out["versions_with_deleted"] = client.get_versions(subject, deleted=True)
+    out["latest_after_soft"] = client.get_latest_version(subject).version
+    attempt("v2_by_version", lambda: client.get_version(subject, 2).version)
+    out["v2_by_version_deleted"] = client.get_version(subject, 2, deleted=True).version
+    out["v2_id_still_served"] = "extra" in client.get_schema(out["ids"][1]).schema_str
+    attempt("hard_v2", lambda: client.delete_version(subject, 2, permanent=True))
+    out["versions_after_hard"] = client.get_versions(subject, deleted=True)
+    attempt("soft_subject", lambda: client.delete_subject(subject))
+    out["subjects"] = client.get_subjects()
+    out["subjects_with_deleted"] = client.get_subjects(deleted=True)
+    attempt("versions_of_deleted_subject", lambda: client.get_versions(subject))
+    attempt("hard_subject", lambda: client.delete_subject(subject, permanent=True))
+    out["subjects_after_hard"] = client.get_subjects(deleted=True)
+    out["registered_again"] = client.register_schema(subject, v1)
+    out["version_again"] = client.get_latest_version(subject).version
+    print(json.dumps(out))
+
+
 if __name__ == "__main__":
     mode = sys.argv[1]
     if mode == "produce":
@@ -136,5 +174,7 @@ if __name__ == "__main__":
         consume(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]))
     elif mode == "registry":
         registry(sys.argv[2], sys.argv[3])
+    elif mode == "deletes":
+        deletes(sys.argv[2], sys.argv[3])
     else:
         raise SystemExit(f"unknown mode {mode}")

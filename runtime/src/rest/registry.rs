@@ -7,14 +7,14 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
 
 use crate::herder::Herder;
-use crate::schema::registry::builtin::BuiltinRegistry;
+use crate::schema::registry::builtin::{BuiltinRegistry, DeleteRefused};
 use crate::schema::registry::{Compatibility, RegistryError, SchemaType};
 
 /// Where the registry is served on the REST listener.
@@ -90,9 +90,12 @@ pub fn router(herder: Arc<Herder>) -> Router {
     Router::new()
         .route("/", get(|| async { ok(json!({})) }))
         .route("/subjects", get(subjects))
-        .route("/subjects/{subject}", post(lookup).delete(refuse_delete))
+        .route("/subjects/{subject}", post(lookup).delete(delete_subject))
         .route("/subjects/{subject}/versions", get(versions).post(register))
-        .route("/subjects/{subject}/versions/{version}", get(version))
+        .route(
+            "/subjects/{subject}/versions/{version}",
+            get(version).delete(delete_version),
+        )
         .route(
             "/subjects/{subject}/versions/{version}/schema",
             get(version_schema),
@@ -190,16 +193,60 @@ fn id_number(id: &str) -> Result<u32, Error> {
     id.parse::<u32>().map_err(|_| schema_not_found(id))
 }
 
-async fn subjects(State(r): State<Registry>) -> Result<Response, Error> {
-    Ok(ok(json!(r.read(|s| s.subjects()).await?)))
+/// `?deleted=true`: soft-deleted subjects and versions are listed too;
+/// `deletedOnly` (or the Python client's `deleted_only`): only those;
+/// `subjectPrefix`: subjects that start with it.
+#[derive(serde::Deserialize, Default)]
+struct DeletedQuery {
+    #[serde(default)]
+    deleted: bool,
+    #[serde(default, rename = "deletedOnly", alias = "deleted_only")]
+    deleted_only: bool,
+    #[serde(default, rename = "subjectPrefix")]
+    subject_prefix: Option<String>,
+}
+
+/// `?permanent=true`: a hard delete of what was soft-deleted.
+#[derive(serde::Deserialize, Default)]
+struct PermanentQuery {
+    #[serde(default)]
+    permanent: bool,
+}
+
+async fn subjects(
+    State(r): State<Registry>,
+    Query(q): Query<DeletedQuery>,
+) -> Result<Response, Error> {
+    let (all, live) = r.read(|s| (s.subjects(true), s.subjects(false))).await?;
+    let listed: Vec<String> = all
+        .into_iter()
+        .filter(|s| q.subject_prefix.as_deref().is_none_or(|p| s.starts_with(p)))
+        .filter(|s| match (q.deleted_only, q.deleted) {
+            (true, _) => !live.contains(s),
+            (false, true) => true,
+            (false, false) => live.contains(s),
+        })
+        .collect();
+    Ok(ok(json!(listed)))
 }
 
 async fn versions(
     State(r): State<Registry>,
     Path(subject): Path<String>,
+    Query(q): Query<DeletedQuery>,
 ) -> Result<Response, Error> {
     let v = r
-        .read(|s| s.versions(&subject))
+        .read(|s| {
+            let all = s.versions(&subject, true)?;
+            let live = s.versions(&subject, false).unwrap_or_default();
+            Some(match (q.deleted_only, q.deleted) {
+                (true, _) => all.into_iter().filter(|v| !live.contains(v)).collect(),
+                (false, true) => all,
+                // Every version soft-deleted: the subject is not found.
+                (false, false) if live.is_empty() => return None,
+                (false, false) => live,
+            })
+        })
         .await?
         .ok_or_else(|| subject_not_found(&subject))?;
     Ok(ok(json!(v)))
@@ -209,10 +256,16 @@ async fn found_version(
     r: &Registry,
     subject: &str,
     version: &str,
+    deleted: bool,
 ) -> Result<crate::schema::registry::Registered, Error> {
     let number = version_number(version)?;
     let (exists, found) = r
-        .read(|s| (s.versions(subject).is_some(), s.version(subject, number)))
+        .read(|s| {
+            (
+                s.versions(subject, deleted).is_some(),
+                s.version_of(subject, number, deleted),
+            )
+        })
         .await?;
     match (exists, found) {
         (_, Some(f)) => Ok(f),
@@ -228,16 +281,18 @@ async fn found_version(
 async fn version(
     State(r): State<Registry>,
     Path((subject, version)): Path<(String, String)>,
+    Query(q): Query<DeletedQuery>,
 ) -> Result<Response, Error> {
-    let f = found_version(&r, &subject, &version).await?;
+    let f = found_version(&r, &subject, &version, q.deleted).await?;
     Ok(ok(f.to_json()))
 }
 
 async fn version_schema(
     State(r): State<Registry>,
     Path((subject, version)): Path<(String, String)>,
+    Query(q): Query<DeletedQuery>,
 ) -> Result<Response, Error> {
-    let f = found_version(&r, &subject, &version).await?;
+    let f = found_version(&r, &subject, &version, q.deleted).await?;
     Ok(raw(f.schema))
 }
 
@@ -260,7 +315,7 @@ async fn lookup(
     let (exists, found) = r
         .read(|s| {
             (
-                s.versions(&subject).is_some(),
+                s.versions(&subject, false).is_some(),
                 s.find(&subject, schema_type, &schema),
             )
         })
@@ -276,14 +331,76 @@ async fn lookup(
     }
 }
 
-async fn refuse_delete(Path(subject): Path<String>) -> Error {
-    Error(
-        StatusCode::METHOD_NOT_ALLOWED,
-        405,
-        format!(
-            "Sluice's built-in registry does not delete subjects (`{subject}`): ids and versions stay as written"
+async fn delete_subject(
+    State(r): State<Registry>,
+    Path(subject): Path<String>,
+    Query(q): Query<PermanentQuery>,
+) -> Result<Response, Error> {
+    let deleted = r
+        .delete(&subject, None, q.permanent)
+        .await?
+        .map_err(|why| delete_refused(why, &subject, None))?;
+    Ok(ok(json!(deleted)))
+}
+
+async fn delete_version(
+    State(r): State<Registry>,
+    Path((subject, version)): Path<(String, String)>,
+    Query(q): Query<PermanentQuery>,
+) -> Result<Response, Error> {
+    let number = match version_number(&version)? {
+        Some(n) => n,
+        // `latest`: the latest version not deleted.
+        None => {
+            r.read(|s| s.version(&subject, None))
+                .await?
+                .ok_or_else(|| subject_not_found(&subject))?
+                .version
+        }
+    };
+    let deleted = r
+        .delete(&subject, Some(number), q.permanent)
+        .await?
+        .map_err(|why| delete_refused(why, &subject, Some(number)))?;
+    Ok(ok(json!(deleted.first().copied().unwrap_or(number))))
+}
+
+/// Confluent's answers to a deletion it refuses.
+fn delete_refused(why: DeleteRefused, subject: &str, version: Option<u32>) -> Error {
+    match (why, version) {
+        (DeleteRefused::SubjectNotFound, _) => subject_not_found(subject),
+        (DeleteRefused::VersionNotFound, v) => Error(
+            StatusCode::NOT_FOUND,
+            40402,
+            format!("Version {} not found.", v.unwrap_or_default()),
         ),
-    )
+        (DeleteRefused::AlreadySoftDeleted, None) => Error(
+            StatusCode::NOT_FOUND,
+            40404,
+            format!(
+                "Subject '{subject}' was soft deleted.Set permanent=true to delete permanently"
+            ),
+        ),
+        (DeleteRefused::AlreadySoftDeleted, Some(v)) => Error(
+            StatusCode::NOT_FOUND,
+            40406,
+            format!(
+                "Subject '{subject}' Version {v} was soft deleted.Set permanent=true to delete permanently"
+            ),
+        ),
+        (DeleteRefused::NotSoftDeletedFirst, None) => Error(
+            StatusCode::NOT_FOUND,
+            40405,
+            format!("Subject '{subject}' was not deleted first before being permanently deleted"),
+        ),
+        (DeleteRefused::NotSoftDeletedFirst, Some(v)) => Error(
+            StatusCode::NOT_FOUND,
+            40407,
+            format!(
+                "Subject '{subject}' Version {v} was not deleted first before being permanently deleted"
+            ),
+        ),
+    }
 }
 
 async fn schema_by_id(
@@ -367,7 +484,7 @@ struct ConfigQuery {
 async fn subject_config(
     State(r): State<Registry>,
     Path(subject): Path<String>,
-    axum::extract::Query(q): axum::extract::Query<ConfigQuery>,
+    Query(q): Query<ConfigQuery>,
 ) -> Result<Response, Error> {
     let (own, global) = r
         .read(|s| (s.level(Some(&subject)), s.level(None).unwrap_or_default()))
@@ -433,7 +550,7 @@ async fn compatibility(
         })
         .await?;
     match result {
-        None => Err(found_version(&r, &subject, &version)
+        None => Err(found_version(&r, &subject, &version, false)
             .await
             .err()
             .unwrap_or_else(|| subject_not_found(&subject))),

@@ -14,7 +14,14 @@
 //!   if its type and text are new, and the subject its next version if the
 //!   subject does not have it yet;
 //! - a compatibility level is a record keyed by its subject (or none for
-//!   the global one); the latest wins.
+//!   the global one); the latest wins;
+//! - a deletion is a record with a key of its own naming the subject, the
+//!   version (or all of them) and whether it is permanent: a soft delete
+//!   hides versions from lookups, listings and compatibility checks; a
+//!   permanent one (only of what was soft-deleted first, as Confluent's
+//!   registry requires) forgets them. Version numbers are never reused,
+//!   and an id keeps naming its schema, since records written with it may
+//!   still be in Kafka.
 //!
 //! A registration is checked for compatibility against the subject's
 //! versions read up to the end of the log just before it is written.
@@ -43,10 +50,30 @@ pub struct State {
     /// Ids by type and normalised text (the schema's JSON with sorted keys
     /// and no whitespace, so spacing and member order do not make a new id).
     ids: HashMap<(SchemaType, String), u32>,
-    /// Each subject's versions (their ids), oldest first.
-    subjects: BTreeMap<String, Vec<u32>>,
+    /// Each subject's versions, oldest first.
+    subjects: BTreeMap<String, Vec<Version>>,
     global: Compatibility,
     levels: HashMap<String, Compatibility>,
+}
+
+/// One version of a subject.
+#[derive(Debug, Clone, Copy)]
+struct Version {
+    number: u32,
+    id: u32,
+    /// Soft-deleted: kept, but hidden unless deleted ones are asked for.
+    deleted: bool,
+}
+
+/// Why a deletion is refused, with Confluent's error code.
+#[derive(Debug, PartialEq, Eq)]
+pub enum DeleteRefused {
+    SubjectNotFound,
+    VersionNotFound,
+    /// A soft delete of what is soft-deleted already (40404 / 40406).
+    AlreadySoftDeleted,
+    /// A permanent delete of what was not soft-deleted first (40405 / 40407).
+    NotSoftDeletedFirst,
 }
 
 /// A schema's identity: its JSON, keys sorted, without whitespace.
@@ -95,8 +122,39 @@ impl State {
                     }
                 };
                 let versions = self.subjects.entry(subject.to_string()).or_default();
-                if !versions.contains(&id) {
-                    versions.push(id);
+                if !versions.iter().any(|v| v.id == id && !v.deleted) {
+                    let number = versions.last().map_or(1, |v| v.number + 1);
+                    versions.push(Version {
+                        number,
+                        id,
+                        deleted: false,
+                    });
+                }
+            }
+            Some("DELETE") => {
+                let Some(subject) = key["subject"].as_str() else {
+                    return;
+                };
+                let version = key["version"].as_u64().map(|v| v as u32);
+                if self
+                    .delete_refused(subject, version, key["permanent"] == true)
+                    .is_some()
+                {
+                    return;
+                }
+                let Some(versions) = self.subjects.get_mut(subject) else {
+                    return;
+                };
+                let chosen = |v: &Version| version.is_none_or(|n| v.number == n);
+                if key["permanent"] == true {
+                    versions.retain(|v| !(chosen(v) && v.deleted));
+                    if versions.is_empty() {
+                        self.subjects.remove(subject);
+                    }
+                } else {
+                    for v in versions.iter_mut().filter(|v| chosen(v)) {
+                        v.deleted = true;
+                    }
                 }
             }
             Some("CONFIG") => {
@@ -118,31 +176,83 @@ impl State {
         }
     }
 
-    pub fn subjects(&self) -> Vec<String> {
-        self.subjects.keys().cloned().collect()
-    }
-
-    pub fn versions(&self, subject: &str) -> Option<Vec<u32>> {
+    /// The subjects with a version (`deleted`: also those whose versions
+    /// are all soft-deleted).
+    pub fn subjects(&self, deleted: bool) -> Vec<String> {
         self.subjects
-            .get(subject)
-            .map(|v| (1..=v.len() as u32).collect())
+            .iter()
+            .filter(|(_, v)| v.iter().any(|v| deleted || !v.deleted))
+            .map(|(s, _)| s.clone())
+            .collect()
     }
 
-    pub fn version(&self, subject: &str, version: Option<u32>) -> Option<Registered> {
+    /// A subject's version numbers (`deleted`: soft-deleted ones too);
+    /// `None` if it has none.
+    pub fn versions(&self, subject: &str, deleted: bool) -> Option<Vec<u32>> {
+        let numbers: Vec<u32> = self
+            .subjects
+            .get(subject)?
+            .iter()
+            .filter(|v| deleted || !v.deleted)
+            .map(|v| v.number)
+            .collect();
+        (!numbers.is_empty()).then_some(numbers)
+    }
+
+    /// A version (`None`: the latest one not deleted); `deleted`: a
+    /// soft-deleted one is found too.
+    pub fn version_of(
+        &self,
+        subject: &str,
+        version: Option<u32>,
+        deleted: bool,
+    ) -> Option<Registered> {
         let versions = self.subjects.get(subject)?;
-        let v = match version {
-            None => versions.len() as u32,
-            Some(v) => v,
+        let found = match version {
+            None => versions.iter().rev().find(|v| !v.deleted)?,
+            Some(n) => versions
+                .iter()
+                .find(|v| v.number == n && (deleted || !v.deleted))?,
         };
-        let id = *versions.get((v as usize).checked_sub(1)?)?;
-        let (schema_type, schema) = self.schemas[id as usize - 1].clone();
+        let (schema_type, schema) = self.schemas[found.id as usize - 1].clone();
         Some(Registered {
             subject: subject.to_string(),
-            version: v,
-            id,
+            version: found.number,
+            id: found.id,
             schema_type,
             schema,
         })
+    }
+
+    pub fn version(&self, subject: &str, version: Option<u32>) -> Option<Registered> {
+        self.version_of(subject, version, false)
+    }
+
+    /// Why deleting `version` (or all) of `subject` is refused, if it is.
+    pub fn delete_refused(
+        &self,
+        subject: &str,
+        version: Option<u32>,
+        permanent: bool,
+    ) -> Option<DeleteRefused> {
+        let Some(versions) = self.subjects.get(subject) else {
+            return Some(DeleteRefused::SubjectNotFound);
+        };
+        let chosen: Vec<&Version> = versions
+            .iter()
+            .filter(|v| version.is_none_or(|n| v.number == n))
+            .collect();
+        if chosen.is_empty() {
+            return Some(match version {
+                Some(_) => DeleteRefused::VersionNotFound,
+                None => DeleteRefused::SubjectNotFound,
+            });
+        }
+        match (permanent, chosen.iter().all(|v| v.deleted)) {
+            (false, true) => Some(DeleteRefused::AlreadySoftDeleted),
+            (true, false) => Some(DeleteRefused::NotSoftDeletedFirst),
+            _ => None,
+        }
     }
 
     pub fn schema(&self, id: u32) -> Option<(SchemaType, String)> {
@@ -155,17 +265,20 @@ impl State {
             .iter()
             .filter_map(|(s, v)| {
                 v.iter()
-                    .position(|x| *x == id)
-                    .map(|i| (s.clone(), i as u32 + 1))
+                    .find(|v| v.id == id && !v.deleted)
+                    .map(|v| (s.clone(), v.number))
             })
             .collect()
     }
 
     pub fn find(&self, subject: &str, schema_type: SchemaType, schema: &str) -> Option<Registered> {
         let id = *self.ids.get(&(schema_type, normalise(schema).ok()?))?;
-        let versions = self.subjects.get(subject)?;
-        let i = versions.iter().position(|x| *x == id)?;
-        self.version(subject, Some(i as u32 + 1))
+        let found = self
+            .subjects
+            .get(subject)?
+            .iter()
+            .find(|v| v.id == id && !v.deleted)?;
+        self.version(subject, Some(found.number))
     }
 
     pub fn level(&self, subject: Option<&str>) -> Option<Compatibility> {
@@ -188,8 +301,9 @@ impl State {
             .get(subject)
             .map(|v| {
                 v.iter()
-                    .map(|id| {
-                        let (t, s) = &self.schemas[*id as usize - 1];
+                    .filter(|v| !v.deleted)
+                    .map(|v| {
+                        let (t, s) = &self.schemas[v.id as usize - 1];
                         (*t, s.as_str())
                     })
                     .collect()
@@ -348,6 +462,38 @@ impl BuiltinRegistry {
                     "the registration of `{subject}` was written but not read back from `{TOPIC}`"
                 ))
             })
+    }
+
+    /// Deletes `version` of `subject` (`None`: every version), softly or
+    /// permanently: the versions deleted, or why it is refused.
+    pub async fn delete(
+        &self,
+        subject: &str,
+        version: Option<u32>,
+        permanent: bool,
+    ) -> Result<Result<Vec<u32>, DeleteRefused>, RegistryError> {
+        let _one = self.writes.lock().await;
+        self.catch_up().await?;
+        let deleted = {
+            let state = self.state.lock().expect("schemas");
+            if let Some(refused) = state.delete_refused(subject, version, permanent) {
+                return Ok(Err(refused));
+            }
+            state.subjects[subject]
+                .iter()
+                .filter(|v| version.is_none_or(|n| v.number == n))
+                .filter(|v| permanent || !v.deleted)
+                .map(|v| v.number)
+                .collect()
+        };
+        let nonce: u128 = rand::random();
+        self.append(
+            json!({"type": "DELETE", "subject": subject, "version": version,
+                   "permanent": permanent, "request": format!("{nonce:032x}")}),
+            Some(json!({})),
+        )
+        .await?;
+        Ok(Ok(deleted))
     }
 
     /// Sets (`Some`) or removes (`None`) a compatibility level; no subject
@@ -522,5 +668,54 @@ mod tests {
             .await
             .unwrap_err();
         assert!(matches!(e, RegistryError::Refused(_)), "{e}");
+    }
+
+    #[tokio::test]
+    async fn deletes_hide_versions_then_forget_them() {
+        let r = BuiltinRegistry::new(None).unwrap();
+        let v1 = r#"{"type":"record","name":"D","fields":[{"name":"x","type":"long"}]}"#;
+        let v2 = r#"{"type":"record","name":"D","fields":[{"name":"x","type":"long"},{"name":"y","type":["null","string"],"default":null}]}"#;
+        assert_eq!(r.register("d", SchemaType::Avro, v1).await.unwrap(), 1);
+        assert_eq!(r.register("d", SchemaType::Avro, v2).await.unwrap(), 2);
+        let refused = r.delete("d", Some(1), true).await.unwrap();
+        assert_eq!(refused, Err(DeleteRefused::NotSoftDeletedFirst));
+        assert_eq!(r.delete("d", Some(2), false).await.unwrap(), Ok(vec![2]));
+        assert_eq!(
+            r.delete("d", Some(2), false).await.unwrap(),
+            Err(DeleteRefused::AlreadySoftDeleted)
+        );
+        let state = |f: fn(&State) -> Value| r.read(f);
+        assert_eq!(
+            state(|s| json!([s.versions("d", false), s.versions("d", true)]))
+                .await
+                .unwrap(),
+            json!([[1], [1, 2]])
+        );
+        // The latest is version 1 again, and checks skip the deleted one.
+        assert_eq!(r.latest("d").await.unwrap().unwrap().version, 1);
+        assert_eq!(r.lookup("d", SchemaType::Avro, v2).await.unwrap(), None);
+        // Re-registered: a new version; the id stays the schema's.
+        assert_eq!(r.register("d", SchemaType::Avro, v2).await.unwrap(), 2);
+        assert_eq!(r.latest("d").await.unwrap().unwrap().version, 3);
+        assert_eq!(r.delete("d", None, false).await.unwrap(), Ok(vec![1, 3]));
+        assert_eq!(
+            state(|s| json!([s.subjects(false), s.subjects(true)]))
+                .await
+                .unwrap(),
+            json!([[], ["d"]])
+        );
+        assert_eq!(r.delete("d", None, true).await.unwrap(), Ok(vec![1, 2, 3]));
+        assert_eq!(
+            r.delete("d", None, true).await.unwrap(),
+            Err(DeleteRefused::SubjectNotFound)
+        );
+        // Ids keep naming their schemas: records written with them remain.
+        assert_eq!(
+            r.schema_by_id(2).await.unwrap(),
+            (SchemaType::Avro, v2.to_string())
+        );
+        // Forgotten for good: the subject starts again at version 1.
+        assert_eq!(r.register("d", SchemaType::Avro, v1).await.unwrap(), 1);
+        assert_eq!(r.latest("d").await.unwrap().unwrap().version, 1);
     }
 }

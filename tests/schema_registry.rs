@@ -802,3 +802,163 @@ async fn a_transform_between_json_schema_topics_writes_a_followed_schema() {
     );
     assert_eq!(schema["title"], "shop.Order", "{schema}");
 }
+
+/// Certificates for a registry that authenticates clients: a CA, the
+/// server's certificate for `localhost`, and a client's chain with its key
+/// in one PEM file, as `schema.registry.ssl.keystore.location` takes it.
+struct MutualTls {
+    ca: std::path::PathBuf,
+    server: sluice_runtime::config::RestTls,
+    client_keystore: std::path::PathBuf,
+}
+
+fn mutual_tls(dir: &Path) -> MutualTls {
+    use rcgen::{
+        BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
+    };
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, "sluice test CA");
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let leaf = |name: &str, usage: ExtendedKeyUsagePurpose| {
+        let key = KeyPair::generate().unwrap();
+        let mut params = CertificateParams::new(vec![name.to_string()]).unwrap();
+        params.distinguished_name.push(DnType::CommonName, name);
+        params.extended_key_usages = vec![usage];
+        let cert = params.signed_by(&key, &ca, &ca_key).unwrap();
+        (cert.pem(), key.serialize_pem())
+    };
+    let (server_cert, server_key) = leaf("localhost", ExtendedKeyUsagePurpose::ServerAuth);
+    let (client_cert, client_key) = leaf("sluice-client", ExtendedKeyUsagePurpose::ClientAuth);
+    let write = |name: &str, text: String| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let ca_file = write("ca.pem", ca.pem());
+    MutualTls {
+        server: sluice_runtime::config::RestTls {
+            certificate: write("server.pem", server_cert),
+            key: write("server.key", server_key),
+            client_auth: sluice_runtime::config::ClientAuth::Required,
+            truststore: Some(ca_file.clone()),
+        },
+        client_keystore: write("client.pem", format!("{client_cert}{client_key}")),
+        ca: ca_file,
+    }
+}
+
+/// The registry over mutual TLS: the worker's REST listener requiring
+/// client certificates (`listeners.https.ssl.client.authentication=required`)
+/// serves the built-in registry; a converter with the CA as its trust store
+/// and its certificate as its keystore registers and writes, a client
+/// without a certificate is refused in the handshake, and a keystore that
+/// is not one is refused at validation, naming the key.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_registry_that_requires_client_certificates() {
+    use sluice_runtime::schema::registry::client::{ClientConfig, HttpRegistry};
+    use sluice_runtime::schema::registry::{Registry, RegistryError};
+    let dir = tempfile::tempdir().unwrap();
+    let tls = mutual_tls(dir.path());
+    let env = InProcess::start();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let acceptor = sluice_runtime::tls::acceptor(&tls.server).unwrap();
+    let app = sluice_runtime::rest::router(env.herder.clone());
+    let stop = tokio_util::sync::CancellationToken::new();
+    tokio::spawn(sluice_runtime::tls::serve(
+        listener,
+        acceptor,
+        app,
+        stop.clone(),
+    ));
+    let url = format!("https://localhost:{port}/schema-registry");
+    let client = |keystore: Option<&Path>| {
+        HttpRegistry::new(ClientConfig {
+            urls: vec![url.clone()],
+            basic_auth: None,
+            trust_pem: Some(tls.ca.display().to_string()),
+            keystore_pem: keystore.map(|k| k.display().to_string()),
+        })
+        .unwrap()
+    };
+    // Without a certificate: refused in the handshake, and said so.
+    let refused = client(None).latest("nothing-value").await.unwrap_err();
+    assert!(
+        matches!(refused, RegistryError::Unavailable(_)),
+        "{refused}"
+    );
+    // With one: answered (no such subject yet).
+    assert_eq!(
+        client(Some(&tls.client_keystore))
+            .latest("nothing-value")
+            .await
+            .unwrap(),
+        None
+    );
+    let bootstrap = env.broker.bootstrap_servers().to_string();
+    env.broker.create_topic("mtls-orders", 1).await.unwrap();
+    env.create(json!({"name": "mtls-source", "config": {
+        "connector.class": "datagen", "topic": "mtls-orders", "count": "5", "rate": "0",
+        "value.converter": "io.confluent.connect.avro.AvroConverter",
+        "value.converter.schema.registry.url": url.clone(),
+        "value.converter.schema.registry.ssl.truststore.location": tls.ca.display().to_string(),
+        "value.converter.schema.registry.ssl.keystore.location":
+            tls.client_keystore.display().to_string(),
+        "value.converter.schema.registry.ssl.keystore.type": "PEM",
+    }}))
+    .await;
+    let written = fixtures::eventually(Duration::from_secs(60), "5 records written", || {
+        let bootstrap = bootstrap.clone();
+        async move {
+            let r = tokio::task::spawn_blocking(move || {
+                fixtures::read_topic(&bootstrap, "mtls-orders")
+            })
+            .await
+            .ok()?;
+            (r.len() >= 5).then_some(r)
+        }
+    })
+    .await;
+    use rdkafka::Message;
+    assert!(
+        written
+            .iter()
+            .all(|m| m.payload().is_some_and(|p| p.len() > 5 && p[0] == 0)),
+        "every record in Confluent's wire format"
+    );
+    let latest = client(Some(&tls.client_keystore))
+        .latest("mtls-orders-value")
+        .await
+        .unwrap()
+        .expect("the converter registered its schema over mutual TLS");
+    assert_eq!(latest.version, 1);
+    // A keystore without a private key is refused before anything runs.
+    let not_a_keystore = dir.path().join("cert-only.pem");
+    std::fs::copy(&tls.ca, &not_a_keystore).unwrap();
+    let config: sluice_sdk::ConfigMap = [
+        ("name", "refused"),
+        ("connector.class", "datagen"),
+        ("topic", "t"),
+        ("value.converter", "io.confluent.connect.avro.AvroConverter"),
+        ("value.converter.schema.registry.url", url.as_str()),
+        (
+            "value.converter.schema.registry.ssl.keystore.location",
+            not_a_keystore.to_str().unwrap(),
+        ),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let refused = sluice_runtime::config::CommonConfig::split(&config).unwrap_err();
+    assert_eq!(
+        refused.key.as_deref(),
+        Some("value.converter.schema.registry.ssl.keystore.location"),
+        "{refused}"
+    );
+    assert!(refused.to_string().contains("private key"), "{refused}");
+    stop.cancel();
+}

@@ -1,5 +1,7 @@
 //! The `https://` REST listener: rustls with the certificate chain and key
-//! of `listeners.https.ssl.certificate.location` / `.key.location` (PEM).
+//! of `listeners.https.ssl.certificate.location` / `.key.location` (PEM),
+//! and, with `listeners.https.ssl.client.authentication`, client
+//! certificates verified against `listeners.https.ssl.truststore.location`.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -12,7 +14,8 @@ use tokio_rustls::rustls::ServerConfig;
 use tokio_util::sync::CancellationToken;
 
 /// Loads the PEM files; errors name the key and the file.
-pub fn acceptor(certificate: &Path, key: &Path) -> Result<TlsAcceptor, String> {
+pub fn acceptor(settings: &crate::config::RestTls) -> Result<TlsAcceptor, String> {
+    let (certificate, key) = (settings.certificate.as_path(), settings.key.as_path());
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(certificate)
         .and_then(|i| i.collect::<Result<Vec<_>, _>>())
         .map_err(|e| {
@@ -34,17 +37,55 @@ pub fn acceptor(certificate: &Path, key: &Path) -> Result<TlsAcceptor, String> {
         )
     })?;
     let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
-    let config = ServerConfig::builder_with_provider(provider)
+    let builder = ServerConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .map_err(|e| format!("TLS: {e}"))?
-        .with_no_client_auth()
-        .with_single_cert(certs, key)
-        .map_err(|e| {
-            format!("listeners.https.ssl.key.location: the key does not fit the certificate: {e}")
-        })?;
+        .map_err(|e| format!("TLS: {e}"))?;
+    let builder = match (settings.client_auth, &settings.truststore) {
+        (crate::config::ClientAuth::None, _) | (_, None) => builder.with_no_client_auth(),
+        (auth, Some(truststore)) => {
+            builder.with_client_cert_verifier(client_verifier(auth, truststore, provider)?)
+        }
+    };
+    let config = builder.with_single_cert(certs, key).map_err(|e| {
+        format!("listeners.https.ssl.key.location: the key does not fit the certificate: {e}")
+    })?;
     let mut config = config;
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(TlsAcceptor::from(Arc::new(config)))
+}
+
+/// Verifies client certificates against the CA certificates in
+/// `truststore`; `Requested` also serves clients without one.
+fn client_verifier(
+    auth: crate::config::ClientAuth,
+    truststore: &Path,
+    provider: Arc<tokio_rustls::rustls::crypto::CryptoProvider>,
+) -> Result<Arc<dyn tokio_rustls::rustls::server::danger::ClientCertVerifier>, String> {
+    let what = |e: &dyn std::fmt::Display| {
+        format!(
+            "listeners.https.ssl.truststore.location: {}: {e}",
+            truststore.display()
+        )
+    };
+    let mut roots = tokio_rustls::rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_file_iter(truststore).map_err(|e| what(&e))? {
+        roots
+            .add(cert.map_err(|e| what(&e))?)
+            .map_err(|e| what(&e))?;
+    }
+    if roots.is_empty() {
+        return Err(what(&"holds no PEM certificate"));
+    }
+    let builder = tokio_rustls::rustls::server::WebPkiClientVerifier::builder_with_provider(
+        Arc::new(roots),
+        provider,
+    );
+    let builder = if auth == crate::config::ClientAuth::Requested {
+        builder.allow_unauthenticated()
+    } else {
+        builder
+    };
+    builder.build().map_err(|e| what(&e))
 }
 
 /// A client has this long to finish its TLS handshake, then this long to

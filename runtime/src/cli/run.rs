@@ -269,9 +269,9 @@ async fn serve(
         None => None,
     };
     let tls = match &config.rest_tls {
-        Some((cert, key)) => Some(
-            crate::tls::acceptor(cert, key).map_err(|e| Stop::Config(format!("{file}: {e}")))?,
-        ),
+        Some(settings) => {
+            Some(crate::tls::acceptor(settings).map_err(|e| Stop::Config(format!("{file}: {e}")))?)
+        }
         None => None,
     };
     let listen = config.listen_addr();

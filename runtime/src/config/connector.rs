@@ -997,6 +997,10 @@ pub struct RegistrySettings {
     pub basic_auth: Option<(String, String)>,
     /// `schema.registry.ssl.truststore.location` (type PEM).
     pub trust_pem: Option<String>,
+    /// `schema.registry.ssl.keystore.location` (type PEM: the client's
+    /// certificate chain and its unencrypted private key), for registries
+    /// that authenticate clients by certificate.
+    pub keystore_pem: Option<String>,
     /// `auto.register.schemas` (default true).
     pub auto_register_schemas: bool,
     /// `use.latest.version` (default false): write with the subject's
@@ -1018,7 +1022,9 @@ pub struct RegistrySettings {
 impl RegistrySettings {
     /// The keys every registry converter reads; any other is refused,
     /// naming these.
-    const KEYS: [&str; 10] = [
+    const KEYS: [&str; 12] = [
+        "schema.registry.ssl.keystore.location",
+        "schema.registry.ssl.keystore.type",
         "schema.registry.url",
         "basic.auth.credentials.source",
         "basic.auth.user.info",
@@ -1050,6 +1056,7 @@ impl RegistrySettings {
             !Self::KEYS.contains(&k.as_str())
                 && !own.contains(&k.as_str())
                 && k.as_str() != "schema.registry.ssl.truststore.password"
+                && k.as_str() != "schema.registry.ssl.keystore.password"
         }) {
             return Err(err(
                 k,
@@ -1164,6 +1171,54 @@ impl RegistrySettings {
                 ));
             }
         }
+        let keystore_pem = keys.get("schema.registry.ssl.keystore.location").cloned();
+        if keys.contains_key("schema.registry.ssl.key.password") {
+            return Err(err(
+                "schema.registry.ssl.key.password",
+                "encrypted private keys are not supported: give the keystore's key unencrypted (PEM)".into(),
+            ));
+        }
+        match keys
+            .get("schema.registry.ssl.keystore.type")
+            .map(|t| t.trim().to_ascii_uppercase())
+            .as_deref()
+        {
+            None if keystore_pem.is_none() => {}
+            None | Some("PEM") => {
+                let path = keystore_pem.as_deref().unwrap_or_default();
+                let pem = std::fs::read(path).map_err(|e| {
+                    err(
+                        "schema.registry.ssl.keystore.location",
+                        format!("cannot read `{path}`: {e}"),
+                    )
+                })?;
+                let has = |marker: &[u8]| pem.windows(marker.len()).any(|w| w == marker);
+                if !has(b"-----BEGIN CERTIFICATE-----") || !has(b"PRIVATE KEY-----") {
+                    return Err(err(
+                        "schema.registry.ssl.keystore.location",
+                        format!(
+                            "`{path}` must hold the client's PEM certificate chain and its private key"
+                        ),
+                    ));
+                }
+                if has(b"ENCRYPTED PRIVATE KEY") {
+                    return Err(err(
+                        "schema.registry.ssl.keystore.location",
+                        format!(
+                            "`{path}` holds an encrypted private key, which is not supported: give it unencrypted"
+                        ),
+                    ));
+                }
+            }
+            Some(other) => {
+                return Err(err(
+                    "schema.registry.ssl.keystore.type",
+                    format!(
+                        "`{other}` is not supported: give the keystore as PEM (certificate chain and private key, type PEM)"
+                    ),
+                ));
+            }
+        }
         let strategy_key = if is_key {
             "key.subject.name.strategy"
         } else {
@@ -1202,6 +1257,7 @@ impl RegistrySettings {
             registry_urls,
             basic_auth,
             trust_pem,
+            keystore_pem,
             auto_register_schemas: boolean("auto.register.schemas", true)?,
             use_latest_version: boolean("use.latest.version", false)?,
             subject_name_strategy,
@@ -1337,6 +1393,7 @@ mod tests {
                 registry_urls: vec!["http://a:8081".into(), "http://b:8081".into()],
                 basic_auth: Some(("u".into(), "p".into())),
                 trust_pem: None,
+                keystore_pem: None,
                 auto_register_schemas: false,
                 use_latest_version: false,
                 subject_name_strategy: SubjectNameStrategy::TopicRecordName,

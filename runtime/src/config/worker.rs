@@ -80,6 +80,13 @@ struct WorkerKeys {
     https_certificate: Option<PathBuf>,
     #[serde(rename = "listeners.https.ssl.key.location", default)]
     https_key: Option<PathBuf>,
+    /// Kafka Connect's `listeners.https.ssl.client.authentication`:
+    /// `none` (default), `requested` or `required`.
+    #[serde(rename = "listeners.https.ssl.client.authentication", default)]
+    https_client_auth: Option<String>,
+    /// The CA certificates (PEM) client certificates are verified against.
+    #[serde(rename = "listeners.https.ssl.truststore.location", default)]
+    https_truststore: Option<PathBuf>,
     /// HTTP basic authentication of the REST API: `user:argon2-PHC-hash` lines.
     #[serde(rename = "rest.auth.users.file", default)]
     rest_auth_users_file: Option<PathBuf>,
@@ -200,8 +207,8 @@ pub struct WorkerConfig {
     pub log_format: crate::logging::LogFormat,
     /// `host:port` of the separate metrics listener, if any.
     pub metrics_listener: Option<String>,
-    /// The certificate chain and key of an `https://` listener (PEM files).
-    pub rest_tls: Option<(PathBuf, PathBuf)>,
+    /// The `https://` listener's TLS settings.
+    pub rest_tls: Option<RestTls>,
     /// Basic authentication of the REST API, if set.
     pub rest_auth_users_file: Option<PathBuf>,
     pub rest_auth_health_open: bool,
@@ -382,7 +389,7 @@ impl WorkerConfig {
 
 /// The REST listener (one, http:// or https://) and, for https://, its
 /// certificate and key.
-fn rest_listener(keys: &WorkerKeys) -> Result<Option<(PathBuf, PathBuf)>, ConfigError> {
+fn rest_listener(keys: &WorkerKeys) -> Result<Option<RestTls>, ConfigError> {
     if keys.listeners.is_empty() {
         return Err(ConfigError::new(
             "listeners",
@@ -404,7 +411,36 @@ fn rest_listener(keys: &WorkerKeys) -> Result<Option<(PathBuf, PathBuf)>, Config
         keys.https_certificate.clone(),
         keys.https_key.clone(),
     ) {
-        (true, Some(cert), Some(key)) => Some((cert, key)),
+        (true, Some(certificate), Some(key)) => {
+            let client_auth = match keys
+                .https_client_auth
+                .as_deref()
+                .map(|a| a.trim().to_ascii_lowercase())
+                .as_deref()
+            {
+                None | Some("none") => ClientAuth::None,
+                Some("requested") => ClientAuth::Requested,
+                Some("required") => ClientAuth::Required,
+                Some(other) => {
+                    return Err(ConfigError::new(
+                        "listeners.https.ssl.client.authentication",
+                        format!("`{other}` is not one of none, requested, required"),
+                    ));
+                }
+            };
+            if client_auth != ClientAuth::None && keys.https_truststore.is_none() {
+                return Err(ConfigError::new(
+                    "listeners.https.ssl.truststore.location",
+                    "is required with listeners.https.ssl.client.authentication requested or required: the PEM file of the CA certificates that sign clients' certificates",
+                ));
+            }
+            Some(RestTls {
+                certificate,
+                key,
+                client_auth,
+                truststore: keys.https_truststore.clone(),
+            })
+        }
         (true, None, _) => {
             return Err(ConfigError::new(
                 "listeners.https.ssl.certificate.location",
@@ -429,9 +465,43 @@ fn rest_listener(keys: &WorkerKeys) -> Result<Option<(PathBuf, PathBuf)>, Config
                 "has no effect: the listener is not https://",
             ));
         }
-        (false, None, None) => None,
+        (false, None, None) => {
+            if keys.https_client_auth.is_some() || keys.https_truststore.is_some() {
+                return Err(ConfigError::new(
+                    if keys.https_client_auth.is_some() {
+                        "listeners.https.ssl.client.authentication"
+                    } else {
+                        "listeners.https.ssl.truststore.location"
+                    },
+                    "has no effect: the listener is not https://",
+                ));
+            }
+            None
+        }
     };
     Ok(rest_tls)
+}
+
+/// Whether the `https://` listener asks clients for certificates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientAuth {
+    None,
+    /// Asked for, verified if given; a client without one is served (and
+    /// meets basic authentication, if set).
+    Requested,
+    /// A connection without a certificate signed by the trust store is
+    /// refused in the handshake.
+    Required,
+}
+
+/// The `https://` listener: its certificate chain and key, and how it
+/// authenticates clients (PEM files).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RestTls {
+    pub certificate: PathBuf,
+    pub key: PathBuf,
+    pub client_auth: ClientAuth,
+    pub truststore: Option<PathBuf>,
 }
 
 /// Numbers in range, names not empty, keys that only work together.
@@ -617,7 +687,28 @@ mod tests {
         )
         .unwrap();
         assert_eq!(w.listen_addr(), "x:1");
-        assert!(w.rest_tls.is_some());
+        assert_eq!(
+            w.rest_tls.as_ref().map(|t| t.client_auth),
+            Some(ClientAuth::None)
+        );
+        let err = WorkerConfig::from_map(
+            &string_map_from_json(&json!({"listeners": "https://x:1", "listeners.https.ssl.certificate.location": "c.pem", "listeners.https.ssl.key.location": "k.pem", "listeners.https.ssl.client.authentication": "required"}))
+                .unwrap(),
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.key.as_deref(),
+            Some("listeners.https.ssl.truststore.location")
+        );
+        let err = WorkerConfig::from_map(
+            &string_map_from_json(&json!({"listeners": "https://x:1", "listeners.https.ssl.certificate.location": "c.pem", "listeners.https.ssl.key.location": "k.pem", "listeners.https.ssl.client.authentication": "always"}))
+                .unwrap(),
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.key.as_deref(),
+            Some("listeners.https.ssl.client.authentication")
+        );
         let err = WorkerConfig::from_map(
             &string_map_from_json(&json!({"rest.auth.health.open": "true"})).unwrap(),
         )

@@ -337,6 +337,7 @@ mod tests {
                 registry_urls: vec![],
                 basic_auth: None,
                 trust_pem: None,
+                keystore_pem: None,
                 auto_register_schemas: true,
                 use_latest_version: false,
                 subject_name_strategy: SubjectNameStrategy::TopicName,

@@ -1,6 +1,6 @@
 //! A client of an external schema registry in Confluent's REST API
 //! (`schema.registry.url`, several tried in turn; basic auth; a PEM
-//! trust store).
+//! trust store; a PEM client certificate for registries that ask for one).
 
 use std::time::Duration;
 
@@ -20,6 +20,8 @@ pub struct ClientConfig {
     pub basic_auth: Option<(String, String)>,
     /// `schema.registry.ssl.truststore.location` with type PEM.
     pub trust_pem: Option<String>,
+    /// `schema.registry.ssl.keystore.location` with type PEM.
+    pub keystore_pem: Option<String>,
 }
 
 pub struct HttpRegistry {
@@ -40,6 +42,16 @@ impl HttpRegistry {
             {
                 builder = builder.add_root_certificate(cert);
             }
+        }
+        if let Some(path) = &config.keystore_pem {
+            let pem = std::fs::read(path)
+                .map_err(|e| format!("cannot read the keystore `{path}`: {e}"))?;
+            let identity = reqwest::Identity::from_pem(&pem).map_err(|e| {
+                format!(
+                    "the keystore `{path}` is not a PEM certificate chain with its private key: {e}"
+                )
+            })?;
+            builder = builder.identity(identity);
         }
         let http = builder
             .build()

@@ -268,6 +268,7 @@ pub fn for_settings(
         urls: settings.registry_urls.clone(),
         basic_auth: settings.basic_auth.clone(),
         trust_pem: settings.trust_pem.clone(),
+        keystore_pem: settings.keystore_pem.clone(),
     };
     match client::HttpRegistry::new(config) {
         Ok(c) => std::sync::Arc::new(c),

@@ -3,6 +3,8 @@
 #   bench/run.sh            every benchmark
 #   bench/run.sh jdbc       Kafka -> PostgreSQL upsert vs COPY and a Python loop
 #   bench/run.sh transform  the WASM transform boundary
+#   bench/run.sh converters the converters with schemas (JSON envelopes,
+#                           Avro, JSON Schema): ns and instructions per record
 #   bench/run.sh languages  the reference transform in every language
 #   bench/run.sh guarantees each delivery guarantee by batch size, on the
 #                           embedded broker and on Apache Kafka
@@ -46,6 +48,9 @@ if [[ "$which" == all || "$which" == guarantees ]]; then
 fi
 if [[ "$which" == all || "$which" == transform ]]; then
   cargo bench --locked -p sluice-runtime --bench transform
+fi
+if [[ "$which" == all || "$which" == converters ]]; then
+  cargo bench --locked -p sluice-runtime --bench converters
 fi
 if [[ "$which" == all || "$which" == languages ]]; then
   eval "$(scripts/wasm-toolchains.sh)"

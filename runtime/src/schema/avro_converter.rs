@@ -17,14 +17,11 @@ use super::avro;
 use super::json;
 use super::payload::{self, Form, Path, Settings};
 use super::registry::{Registry, SchemaType};
-use super::{WithSchema, class};
+use super::{WithSchema, class, data};
 use crate::config::RegistrySettings;
 
 /// The class a converter's failures name.
 pub const AVRO_CONVERTER_CLASS: &str = "io.confluent.connect.avro.AvroConverter";
-
-/// Confluent's wire format starts with this byte.
-const MAGIC: u8 = 0;
 
 /// A writer's schema, ready to decode with.
 struct ReaderSchema {
@@ -49,10 +46,6 @@ pub struct AvroConverter {
 
 /// A subject and the Connect schema written under it.
 type WriterKey = (String, Arc<Schema>);
-
-fn data(class: &'static str, message: String) -> ConnectError {
-    ConnectError::data(message).with_class(class)
-}
 
 impl AvroConverter {
     pub fn new(registry: Arc<dyn Registry>, settings: RegistrySettings, is_key: bool) -> Self {
@@ -103,24 +96,8 @@ impl AvroConverter {
         let Some(bytes) = bytes else {
             return Ok((None, None));
         };
-        if bytes.len() < 5 || bytes[0] != MAGIC {
-            return Err(data(
-                "UnknownMagicByte",
-                format!(
-                    "not in Confluent's wire format: {} (Avro from a registry starts with the byte 0 and a 4-byte schema id)",
-                    if bytes.is_empty() {
-                        "no bytes".to_string()
-                    } else if bytes.len() < 5 {
-                        format!("only {} bytes", bytes.len())
-                    } else {
-                        format!("the first byte is {}", bytes[0])
-                    }
-                ),
-            ));
-        }
-        let id = u32::from_be_bytes(bytes[1..5].try_into().expect("4 bytes"));
+        let (id, mut datum) = super::wire::split(bytes, "Avro")?;
         let reader = self.reader(id).await?;
-        let mut datum = &bytes[5..];
         let value = avro::decode(&reader.avro, &mut datum).map_err(|e| {
             data(
                 "MalformedAvro",
@@ -175,45 +152,14 @@ impl AvroConverter {
         if let Some(w) = self.writers.lock().expect("avro writers").get(&key) {
             return Ok(w.clone());
         }
-        let (id, text) = if self.settings.use_latest_version {
-            let latest = self.registry.latest(subject).await?.ok_or_else(|| {
-                data(
-                    "SchemaNotFound",
-                    format!("use.latest.version is set and the subject `{subject}` has no version"),
-                )
-            })?;
-            if latest.schema_type != SchemaType::Avro {
-                return Err(data(
-                    class::INVALID_SCHEMA,
-                    format!(
-                        "use.latest.version: the latest schema of `{subject}` is {}, not AVRO",
-                        latest.schema_type.name()
-                    ),
-                ));
-            }
-            (latest.id, latest.schema)
-        } else {
-            let text = avro::from_connect(schema).to_string();
-            let id = if self.settings.auto_register_schemas {
-                self.registry
-                    .register(subject, SchemaType::Avro, &text)
-                    .await?
-            } else {
-                self.registry
-                    .lookup(subject, SchemaType::Avro, &text)
-                    .await?
-                    .ok_or_else(|| {
-                        data(
-                            "SchemaNotFound",
-                            format!(
-                                "the schema is not registered under `{subject}` and auto.register.schemas is false: {text}"
-                            ),
-                        )
-                    })?
-                    .id
-            };
-            (id, text)
-        };
+        let (id, text) = super::wire::writer_schema(
+            &*self.registry,
+            &self.settings,
+            subject,
+            SchemaType::Avro,
+            || avro::from_connect(schema).to_string(),
+        )
+        .await?;
         let avro = Avro::parse_str(&text).map_err(|e| {
             data(
                 class::INVALID_SCHEMA,
@@ -239,28 +185,16 @@ impl AvroConverter {
         let Some(payload) = payload else {
             return Ok(None);
         };
-        let Some(schema) = schema else {
-            return Err(data(
-                "SchemaRequired",
-                "AvroConverter writes records with a schema, and this one has none (a source must give one, or a transform's output must follow its input's)".to_string(),
-            ));
-        };
+        let schema = super::wire::required(schema, "AvroConverter")?;
         let mut envelope = Vec::new();
-        payload::convert(
+        super::convert_payload(
             schema,
             Some(payload),
             Form::Sink,
             Form::Envelope,
             Self::payload_settings(),
             &mut envelope,
-            &mut Path::new("payload"),
-        )
-        .map_err(|e| {
-            data(
-                class::SCHEMA_MISMATCH,
-                format!("the payload does not fit its schema: {e}"),
-            )
-        })?;
+        )?;
         let envelope = json::parse(&envelope).expect("convert writes JSON");
         let subject = self.subject(topic, schema)?;
         let writer = self.writer(&subject, schema).await?;
@@ -283,39 +217,8 @@ impl AvroConverter {
                 ),
             )
         })?;
-        let mut out = Vec::with_capacity(datum.len() + 5);
-        out.push(MAGIC);
-        out.extend_from_slice(&writer.id.to_be_bytes());
+        let mut out = super::wire::header(writer.id, datum.len());
         out.extend_from_slice(&datum);
         Ok(Some(out))
-    }
-
-    /// A transform's output: its schema followed from the input's, and,
-    /// `write`, its wire format.
-    pub async fn follow(
-        &self,
-        topic: &str,
-        input: Option<&Arc<Schema>>,
-        payload: Option<&[u8]>,
-        write: bool,
-    ) -> Result<WithSchema, ConnectError> {
-        let v = super::parse_payload(payload, "the transformed payload")?;
-        let schema = super::followed(input, v.as_ref(), Self::payload_settings())?;
-        if !write {
-            return Ok((schema, payload.map(<[u8]>::to_vec)));
-        }
-        let bytes = self.write(topic, schema.as_ref(), v.as_ref()).await?;
-        Ok((schema, bytes))
-    }
-
-    /// A payload with a schema already known: its wire format.
-    pub async fn write_bytes(
-        &self,
-        topic: &str,
-        schema: Option<&Arc<Schema>>,
-        payload: Option<&[u8]>,
-    ) -> Result<Option<Vec<u8>>, ConnectError> {
-        let v = super::parse_payload(payload, "the payload")?;
-        self.write(topic, schema, v.as_ref()).await
     }
 }

@@ -20,14 +20,11 @@ use super::json::{self, Json};
 use super::json_schema::{self, Compiled, Entries};
 use super::payload::{self, Form, Path, Settings};
 use super::registry::{Registry, SchemaType};
-use super::{WithSchema, class};
+use super::{WithSchema, class, data};
 use crate::config::RegistrySettings;
 
 /// The class a converter's failures name.
 pub const JSON_SCHEMA_CONVERTER_CLASS: &str = "io.confluent.connect.json.JsonSchemaConverter";
-
-/// Confluent's wire format starts with this byte.
-const MAGIC: u8 = 0;
 
 /// A schema of the registry, ready to read or write with.
 struct Known {
@@ -49,10 +46,6 @@ pub struct JsonSchemaConverter {
 
 /// A subject and the Connect schema written under it.
 type WriterKey = (String, Arc<Schema>);
-
-fn data(class: &'static str, message: String) -> ConnectError {
-    ConnectError::data(message).with_class(class)
-}
 
 impl JsonSchemaConverter {
     pub fn new(registry: Arc<dyn Registry>, settings: RegistrySettings, is_key: bool) -> Self {
@@ -126,22 +119,8 @@ impl JsonSchemaConverter {
         let Some(bytes) = bytes else {
             return Ok((None, None));
         };
-        if bytes.len() < 5 || bytes[0] != MAGIC {
-            return Err(data(
-                "UnknownMagicByte",
-                format!(
-                    "not in Confluent's wire format: {} (JSON Schema data from a registry starts with the byte 0 and a 4-byte schema id)",
-                    if bytes.len() < 5 {
-                        format!("only {} bytes", bytes.len())
-                    } else {
-                        format!("the first byte is {}", bytes[0])
-                    }
-                ),
-            ));
-        }
-        let id = u32::from_be_bytes(bytes[1..5].try_into().expect("4 bytes"));
+        let (id, text) = super::wire::split(bytes, "JSON Schema data")?;
         let known = self.reader(id).await?;
-        let text = &bytes[5..];
         let value = json::parse(text).map_err(|e| {
             data(
                 class::MALFORMED_JSON,
@@ -180,47 +159,17 @@ impl JsonSchemaConverter {
         if let Some(w) = self.writers.lock().expect("json schema writers").get(&key) {
             return Ok(w.clone());
         }
-        let (id, text) = if self.settings.use_latest_version {
-            let latest = self.registry.latest(subject).await?.ok_or_else(|| {
-                data(
-                    "SchemaNotFound",
-                    format!("use.latest.version is set and the subject `{subject}` has no version"),
-                )
-            })?;
-            if latest.schema_type != SchemaType::Json {
-                return Err(data(
-                    class::INVALID_SCHEMA,
-                    format!(
-                        "use.latest.version: the latest schema of `{subject}` is {}, not JSON",
-                        latest.schema_type.name()
-                    ),
-                ));
-            }
-            (latest.id, latest.schema)
-        } else {
-            let text =
+        let (id, text) = super::wire::writer_schema(
+            &*self.registry,
+            &self.settings,
+            subject,
+            SchemaType::Json,
+            || {
                 json_schema::from_connect(schema, self.settings.object_additional_properties)
-                    .to_string();
-            let id = if self.settings.auto_register_schemas {
-                self.registry
-                    .register(subject, SchemaType::Json, &text)
-                    .await?
-            } else {
-                self.registry
-                    .lookup(subject, SchemaType::Json, &text)
-                    .await?
-                    .ok_or_else(|| {
-                        data(
-                            "SchemaNotFound",
-                            format!(
-                                "the schema is not registered under `{subject}` and auto.register.schemas is false: {text}"
-                            ),
-                        )
-                    })?
-                    .id
-            };
-            (id, text)
-        };
+                    .to_string()
+            },
+        )
+        .await?;
         let mut known = Self::known(id, &text, &format!("the schema of `{subject}`"))?;
         // Written as the record's own schema says (the registry's copy may
         // be an equal one written by another tool).
@@ -244,12 +193,7 @@ impl JsonSchemaConverter {
         let Some(payload) = payload else {
             return Ok(None);
         };
-        let Some(schema) = schema else {
-            return Err(data(
-                "SchemaRequired",
-                "JsonSchemaConverter writes records with a schema, and this one has none (a source must give one, or a transform's output must follow its input's)".to_string(),
-            ));
-        };
+        let schema = super::wire::required(schema, "JsonSchemaConverter")?;
         let subject = super::subject_name(
             self.settings.subject_name_strategy,
             self.is_key,
@@ -258,24 +202,16 @@ impl JsonSchemaConverter {
             None,
         )?;
         let known = self.writer(&subject, schema).await?;
-        let mut out = vec![MAGIC];
-        out.extend_from_slice(&known.id.to_be_bytes());
+        let mut out = super::wire::header(known.id, 64);
         let convert = |value: &Json, out: &mut Vec<u8>| {
-            payload::convert(
+            super::convert_payload(
                 schema,
                 Some(value),
                 Form::Sink,
                 Form::Envelope,
                 Settings::default(),
                 out,
-                &mut Path::new("payload"),
             )
-            .map_err(|e| {
-                data(
-                    class::SCHEMA_MISMATCH,
-                    format!("the payload does not fit its schema: {e}"),
-                )
-            })
         };
         if known.entry_maps {
             let mut envelope = Vec::new();
@@ -288,35 +224,6 @@ impl JsonSchemaConverter {
         }
         self.validate(&known, &out[5..], &format!("the payload for `{subject}`"))?;
         Ok(Some(out))
-    }
-
-    /// A transform's output: its schema followed from the input's, and,
-    /// `write`, its wire format.
-    pub async fn follow(
-        &self,
-        topic: &str,
-        input: Option<&Arc<Schema>>,
-        payload: Option<&[u8]>,
-        write: bool,
-    ) -> Result<WithSchema, ConnectError> {
-        let v = super::parse_payload(payload, "the transformed payload")?;
-        let schema = super::followed(input, v.as_ref(), Settings::default())?;
-        if !write {
-            return Ok((schema, payload.map(<[u8]>::to_vec)));
-        }
-        let bytes = self.write(topic, schema.as_ref(), v.as_ref()).await?;
-        Ok((schema, bytes))
-    }
-
-    /// A payload with a schema already known: its wire format.
-    pub async fn write_bytes(
-        &self,
-        topic: &str,
-        schema: Option<&Arc<Schema>>,
-        payload: Option<&[u8]>,
-    ) -> Result<Option<Vec<u8>>, ConnectError> {
-        let v = super::parse_payload(payload, "the payload")?;
-        self.write(topic, schema, v.as_ref()).await
     }
 }
 

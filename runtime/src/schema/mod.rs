@@ -35,6 +35,7 @@ pub mod json_schema;
 pub mod json_schema_converter;
 pub mod payload;
 pub mod registry;
+pub mod wire;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -210,8 +211,6 @@ impl EnvelopeConverter {
         Ok(Some(out))
     }
 
-    /// A payload from one form to the other under its schema; a mismatch
-    /// is a record's data error.
     fn convert(
         &self,
         schema: &Schema,
@@ -220,21 +219,7 @@ impl EnvelopeConverter {
         to: Form,
         out: &mut Vec<u8>,
     ) -> Result<(), ConnectError> {
-        payload::convert(
-            schema,
-            payload,
-            from,
-            to,
-            self.settings,
-            out,
-            &mut Path::new("payload"),
-        )
-        .map_err(|e| {
-            data(
-                class::SCHEMA_MISMATCH,
-                format!("the payload does not fit its schema: {e}"),
-            )
-        })
+        convert_payload(schema, payload, from, to, self.settings, out)
     }
 
     fn schema_json(&self, schema: &Arc<Schema>) -> Arc<[u8]> {
@@ -279,6 +264,33 @@ impl EnvelopeConverter {
         let v = parse_payload(payload, "the payload")?;
         self.write(schema, v.as_ref())
     }
+}
+
+/// A payload from one form to the other under its schema; a mismatch
+/// is a record's data error.
+pub(crate) fn convert_payload(
+    schema: &Schema,
+    payload: Option<&Json>,
+    from: Form,
+    to: Form,
+    settings: Settings,
+    out: &mut Vec<u8>,
+) -> Result<(), ConnectError> {
+    payload::convert(
+        schema,
+        payload,
+        from,
+        to,
+        settings,
+        out,
+        &mut Path::new("payload"),
+    )
+    .map_err(|e| {
+        data(
+            class::SCHEMA_MISMATCH,
+            format!("the payload does not fit its schema: {e}"),
+        )
+    })
 }
 
 /// A payload's JSON (`None` for Kafka's null); `what` names it when it
@@ -384,10 +396,30 @@ impl SchemaConverter {
         payload: Option<&[u8]>,
         write: bool,
     ) -> Result<WithSchema, ConnectError> {
+        if let SchemaConverter::Json(c) = self {
+            return c.follow(input, payload, write);
+        }
+        let v = parse_payload(payload, "the transformed payload")?;
+        let schema = followed(input, v.as_ref(), Settings::default())?;
+        if !write {
+            return Ok((schema, payload.map(<[u8]>::to_vec)));
+        }
+        let bytes = self.write(topic, schema.as_ref(), v.as_ref()).await?;
+        Ok((schema, bytes))
+    }
+
+    /// A payload (in a sink's form) with its schema, by a registry
+    /// converter.
+    async fn write(
+        &self,
+        topic: &str,
+        schema: Option<&Arc<Schema>>,
+        payload: Option<&Json>,
+    ) -> Result<Option<Vec<u8>>, ConnectError> {
         match self {
-            SchemaConverter::Json(c) => c.follow(input, payload, write),
-            SchemaConverter::Avro(c) => c.follow(topic, input, payload, write).await,
-            SchemaConverter::JsonSchema(c) => c.follow(topic, input, payload, write).await,
+            SchemaConverter::Json(c) => c.write(schema, payload),
+            SchemaConverter::Avro(c) => c.write(topic, schema, payload).await,
+            SchemaConverter::JsonSchema(c) => c.write(topic, schema, payload).await,
         }
     }
 
@@ -398,11 +430,11 @@ impl SchemaConverter {
         schema: Option<&Arc<Schema>>,
         payload: Option<&[u8]>,
     ) -> Result<Option<Vec<u8>>, ConnectError> {
-        match self {
-            SchemaConverter::Json(c) => c.write_bytes(schema, payload),
-            SchemaConverter::Avro(c) => c.write_bytes(topic, schema, payload).await,
-            SchemaConverter::JsonSchema(c) => c.write_bytes(topic, schema, payload).await,
+        if let SchemaConverter::Json(c) = self {
+            return c.write_bytes(schema, payload);
         }
+        let v = parse_payload(payload, "the payload")?;
+        self.write(topic, schema, v.as_ref()).await
     }
 }
 

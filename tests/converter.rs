@@ -11,7 +11,7 @@ use rdkafka::message::OwnedMessage;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use serde_json::{Value, json};
 
-use crate::fixtures::{self, InProcess};
+use crate::fixtures::{self, InProcess, header};
 
 /// Writes raw records (a `None` value is a tombstone).
 async fn send(bootstrap: &str, topic: &str, records: &[(&str, Option<&[u8]>)]) {
@@ -45,16 +45,6 @@ async fn read_at_least(env: &InProcess, topic: &str, n: usize) -> Vec<OwnedMessa
         }
     })
     .await
-}
-
-fn header(m: &OwnedMessage, key: &str) -> Option<String> {
-    use rdkafka::message::Headers;
-    m.headers()?
-        .iter()
-        .filter(|h| h.key == key)
-        .last()
-        .and_then(|h| h.value)
-        .map(|v| String::from_utf8_lossy(v).into_owned())
 }
 
 fn text(b: Option<&[u8]>) -> Option<String> {

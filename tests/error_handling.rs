@@ -4,11 +4,11 @@
 use std::time::Duration;
 
 use rdkafka::Message;
-use rdkafka::message::{Header as KafkaHeader, Headers, OwnedHeaders};
+use rdkafka::message::{Header as KafkaHeader, OwnedHeaders};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use serde_json::{Value, json};
 
-use crate::fixtures::{self, InProcess};
+use crate::fixtures::{self, InProcess, header};
 
 /// Sends records with a key, a header and a fixed timestamp, so the dead
 /// letters can be checked to carry them unchanged.
@@ -35,15 +35,6 @@ async fn send(bootstrap: &str, topic: &str, values: &[&[u8]]) {
             .map_err(|(e, _)| e)
             .unwrap();
     }
-}
-
-fn header(m: &rdkafka::message::OwnedMessage, key: &str) -> Option<String> {
-    m.headers()?
-        .iter()
-        .filter(|h| h.key == key)
-        .last()
-        .and_then(|h| h.value)
-        .map(|v| String::from_utf8_lossy(v).into_owned())
 }
 
 fn metric(env: &InProcess, prefix: &str) -> u64 {

@@ -8,7 +8,6 @@
 
 use std::path::Path;
 use std::process::Command;
-use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -85,6 +84,20 @@ async fn status(registry: &str, name: &str) -> String {
         Ok(r) => r.text().await.unwrap_or_default(),
         Err(e) => e.to_string(),
     }
+}
+
+/// The latest version of `subject` as the registry answers it, and its
+/// schema parsed.
+async fn latest_schema(registry: &str, subject: &str) -> (Value, Value) {
+    let latest: Value = reqwest::get(format!("{registry}/subjects/{subject}/versions/latest"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let schema = serde_json::from_str(latest["schema"].as_str().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("the latest schema of {subject} is not JSON ({e}): {latest}"));
+    (latest, schema)
 }
 
 /// The worker's REST API on a port of its own; the registry's URL.
@@ -189,20 +202,11 @@ async fn confluents_serializer_feeds_a_jdbc_sink_through_the_builtin_registry() 
             vec!["note", "text", "YES", ""],
         ]
     );
-    let dead = fixtures::eventually(
-        Duration::from_secs(60),
+    let dead = fixtures::topic_records(
+        &bootstrap,
+        "avro-orders-dlq",
+        1,
         "the poison record dead-lettered",
-        || {
-            let bootstrap = bootstrap.clone();
-            async move {
-                let r = tokio::task::spawn_blocking(move || {
-                    fixtures::read_topic(&bootstrap, "avro-orders-dlq")
-                })
-                .await
-                .ok()?;
-                (!r.is_empty()).then_some(r)
-            }
-        },
     )
     .await;
     use rdkafka::Message;
@@ -296,16 +300,8 @@ async fn confluents_deserializer_reads_what_a_source_wrote() {
     }
     // What the converter registered: a record Confluent's converter would
     // write, under the topic's value subject.
-    let latest: Value = reqwest::get(format!(
-        "{registry}/subjects/avro-datagen-value/versions/latest"
-    ))
-    .await
-    .unwrap()
-    .json()
-    .await
-    .unwrap();
+    let (latest, schema) = latest_schema(&registry, "avro-datagen-value").await;
     assert_eq!(latest["version"], 1, "{latest}");
-    let schema: Value = serde_json::from_str(latest["schema"].as_str().unwrap()).unwrap();
     assert_eq!(schema["type"], "record", "{schema}");
     assert_eq!(
         schema["fields"][0],
@@ -448,15 +444,7 @@ async fn a_transforms_output_is_written_with_an_evolved_registered_schema() {
             "{v}"
         );
     }
-    let latest: Value = reqwest::get(format!(
-        "{registry}/subjects/avro-in.out-value/versions/latest"
-    ))
-    .await
-    .unwrap()
-    .json()
-    .await
-    .unwrap();
-    let schema: Value = serde_json::from_str(latest["schema"].as_str().unwrap()).unwrap();
+    let (_, schema) = latest_schema(&registry, "avro-in.out-value").await;
     let fields = schema["fields"].as_array().unwrap();
     let field = |name: &str| {
         fields
@@ -596,33 +584,17 @@ async fn confluents_json_schema_serializer_feeds_a_jdbc_sink() {
             vec!["tags", "jsonb", "NO"],
         ]
     );
-    let dead = fixtures::eventually(
-        Duration::from_secs(60),
+    let dead = fixtures::topic_records(
+        &bootstrap,
+        "json-orders-dlq",
+        2,
         "both bad records dead-lettered",
-        || {
-            let bootstrap = bootstrap.clone();
-            async move {
-                let r = tokio::task::spawn_blocking(move || {
-                    fixtures::read_topic(&bootstrap, "json-orders-dlq")
-                })
-                .await
-                .ok()?;
-                (r.len() >= 2).then_some(r)
-            }
-        },
     )
     .await;
-    use rdkafka::Message;
-    use rdkafka::message::Headers;
     let classes: Vec<(String, String, String)> = dead
         .iter()
         .map(|m| {
-            let header = |k: &str| {
-                m.headers()
-                    .and_then(|h| h.iter().find(|h| h.key == k))
-                    .map(|h| String::from_utf8_lossy(h.value.unwrap_or_default()).into_owned())
-                    .unwrap_or_default()
-            };
+            let header = |k: &str| fixtures::header(m, k).unwrap_or_default();
             (
                 header("__connect.errors.class.name"),
                 header("x-dead-letter-error-class"),
@@ -638,14 +610,7 @@ async fn confluents_json_schema_serializer_feeds_a_jdbc_sink() {
     assert_eq!(classes[0].1, "JsonSchemaValidation", "{classes:?}");
     assert!(classes[0].2.contains("/id"), "names the place: {classes:?}");
     assert_eq!(classes[1].1, "UnknownMagicByte", "{classes:?}");
-    let latest: Value = reqwest::get(format!(
-        "{registry}/subjects/json-orders-value/versions/latest"
-    ))
-    .await
-    .unwrap()
-    .json()
-    .await
-    .unwrap();
+    let (latest, _) = latest_schema(&registry, "json-orders-value").await;
     assert_eq!(latest["schemaType"], "JSON", "{latest}");
     fixtures::db_exec(&url, &format!(r#"DROP TABLE IF EXISTS "{table}""#)).await;
 }
@@ -677,16 +642,8 @@ async fn confluents_json_schema_deserializer_reads_what_a_source_wrote() {
         assert!(v["value"]["amount"].is_number(), "{v}");
         assert!(v["value"]["status"].is_string(), "{v}");
     }
-    let latest: Value = reqwest::get(format!(
-        "{registry}/subjects/json-datagen-value/versions/latest"
-    ))
-    .await
-    .unwrap()
-    .json()
-    .await
-    .unwrap();
+    let (latest, schema) = latest_schema(&registry, "json-datagen-value").await;
     assert_eq!(latest["schemaType"], "JSON", "{latest}");
-    let schema: Value = serde_json::from_str(latest["schema"].as_str().unwrap()).unwrap();
     assert_eq!(schema["type"], "object", "{schema}");
     assert_eq!(
         schema["properties"]["order_id"],
@@ -780,16 +737,8 @@ async fn a_transform_between_json_schema_topics_writes_a_followed_schema() {
         assert_eq!(v["value"]["name"], format!("ORDER-{n} É"), "{v}");
         assert_eq!(v["value"]["processed_by"], "sluice", "{v}");
     }
-    let latest: Value = reqwest::get(format!(
-        "{registry}/subjects/json-in.out-value/versions/latest"
-    ))
-    .await
-    .unwrap()
-    .json()
-    .await
-    .unwrap();
+    let (latest, schema) = latest_schema(&registry, "json-in.out-value").await;
     assert_eq!(latest["schemaType"], "JSON", "{latest}");
-    let schema: Value = serde_json::from_str(latest["schema"].as_str().unwrap()).unwrap();
     let p = &schema["properties"];
     // Unchanged fields keep their types; the added one is an optional string.
     assert_eq!(p["id"]["connect.type"], "int64", "{schema}");
@@ -911,18 +860,7 @@ async fn a_registry_that_requires_client_certificates() {
         "value.converter.schema.registry.ssl.keystore.type": "PEM",
     }}))
     .await;
-    let written = fixtures::eventually(Duration::from_secs(60), "5 records written", || {
-        let bootstrap = bootstrap.clone();
-        async move {
-            let r = tokio::task::spawn_blocking(move || {
-                fixtures::read_topic(&bootstrap, "mtls-orders")
-            })
-            .await
-            .ok()?;
-            (r.len() >= 5).then_some(r)
-        }
-    })
-    .await;
+    let written = fixtures::topic_records(&bootstrap, "mtls-orders", 5, "5 records written").await;
     use rdkafka::Message;
     assert!(
         written

@@ -12,11 +12,11 @@ import decimal
 import json
 import sys
 
-from confluent_kafka import Consumer, Producer
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.schema_registry.error import SchemaRegistryError
-from confluent_kafka.serialization import MessageField, SerializationContext
+
+import kafka_io
 
 ORDER = {
     "type": "record",
@@ -47,13 +47,8 @@ def order(i):
 
 
 def produce(bootstrap, registry, topic, n):
-    client = SchemaRegistryClient({"url": registry})
-    serializer = AvroSerializer(client, json.dumps(ORDER))
-    producer = Producer({"bootstrap.servers": bootstrap})
-    for i in range(1, n + 1):
-        value = serializer(order(i), SerializationContext(topic, MessageField.VALUE))
-        producer.produce(topic, key=str(i).encode(), value=value, partition=0)
-    assert producer.flush(30) == 0, "undelivered records"
+    serializer = AvroSerializer(SchemaRegistryClient({"url": registry}), json.dumps(ORDER))
+    kafka_io.produce(bootstrap, topic, (order(i) for i in range(1, n + 1)), serializer)
 
 
 def plain(v):
@@ -69,31 +64,8 @@ def plain(v):
 
 
 def consume(bootstrap, registry, topic, n):
-    client = SchemaRegistryClient({"url": registry})
-    deserializer = AvroDeserializer(client)
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"confluent-avro-{topic}",
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-        }
-    )
-    consumer.subscribe([topic])
-    seen = 0
-    deadline = datetime.datetime.now() + datetime.timedelta(seconds=90)
-    while seen < n and datetime.datetime.now() < deadline:
-        m = consumer.poll(1.0)
-        if m is None:
-            continue
-        if m.error():
-            raise SystemExit(f"consume: {m.error()}")
-        value = deserializer(m.value(), SerializationContext(topic, MessageField.VALUE))
-        print(json.dumps({"schema_id": int.from_bytes(m.value()[1:5], "big"), "value": plain(value)}))
-        seen += 1
-    consumer.close()
-    if seen < n:
-        raise SystemExit(f"consume: {seen} of {n} records within 90 s")
+    deserializer = AvroDeserializer(SchemaRegistryClient({"url": registry}))
+    kafka_io.consume(bootstrap, topic, n, "confluent-avro", deserializer, plain)
 
 
 def registry(url, subject):

@@ -7,15 +7,16 @@ Run by tests/schema_registry.rs with the venv of scripts/confluent-py.sh.
     confluent_json_schema.py consume  BOOTSTRAP REGISTRY TOPIC N   prints each value JSONDeserializer read (validating)
     confluent_json_schema.py registry REGISTRY SUBJECT             SchemaRegistryClient calls; prints results as JSON
 """
-import datetime
 import json
 import sys
 
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Producer
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
+
+import kafka_io
 
 # A schema as users write them: no connect.* annotations.
 ORDER = {
@@ -50,12 +51,7 @@ def serializer(registry):
 
 
 def produce(bootstrap, registry, topic, n):
-    serialize = serializer(registry)
-    producer = Producer({"bootstrap.servers": bootstrap})
-    for i in range(1, n + 1):
-        value = serialize(order(i), SerializationContext(topic, MessageField.VALUE))
-        producer.produce(topic, key=str(i).encode(), value=value, partition=0)
-    assert producer.flush(30) == 0, "undelivered records"
+    kafka_io.produce(bootstrap, topic, (order(i) for i in range(1, n + 1)), serializer(registry))
 
 
 def invalid(bootstrap, registry, topic):
@@ -78,30 +74,8 @@ def invalid(bootstrap, registry, topic):
 
 def consume(bootstrap, registry, topic, n):
     client = SchemaRegistryClient({"url": registry})
-    deserialize = JSONDeserializer(None, schema_registry_client=client)
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"confluent-json-{topic}",
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-        }
-    )
-    consumer.subscribe([topic])
-    seen = 0
-    deadline = datetime.datetime.now() + datetime.timedelta(seconds=90)
-    while seen < n and datetime.datetime.now() < deadline:
-        m = consumer.poll(1.0)
-        if m is None:
-            continue
-        if m.error():
-            raise SystemExit(f"consume: {m.error()}")
-        value = deserialize(m.value(), SerializationContext(topic, MessageField.VALUE))
-        print(json.dumps({"schema_id": int.from_bytes(m.value()[1:5], "big"), "value": value}))
-        seen += 1
-    consumer.close()
-    if seen < n:
-        raise SystemExit(f"consume: {seen} of {n} records within 90 s")
+    deserializer = JSONDeserializer(None, schema_registry_client=client)
+    kafka_io.consume(bootstrap, topic, n, "confluent-json", deserializer)
 
 
 def registry(url, subject):

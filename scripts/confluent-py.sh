@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Confluent's own Python client (confluent-kafka with its Avro and JSON Schema serializers
+# Confluent's own Python client (confluent-kafka with its Avro, JSON Schema and Protobuf serializers
 # and SchemaRegistryClient) from PyPI, pinned, in a venv of its own,
 # ${SLUICE_TOOLS_DIR:-/var/tmp/sluice-tools}/confluent-py-venv (python3-venv
 # from apt if missing).
@@ -7,13 +7,13 @@
 #   scripts/confluent-py.sh install   install it if missing (scripts/setup.sh)
 #   scripts/confluent-py.sh python    install it if missing; print the venv's python
 #
-# tests/schema_registry.rs runs tests/schema_registry/confluent_avro.py with
-# it against the worker's built-in schema registry and Avro converter.
+# tests/schema_registry.rs runs the scripts of tests/schema_registry/ with it
+# against the worker's built-in schema registry and the registry converters.
 set -euo pipefail
 # shellcheck source=scripts/python-venv.sh
 source "$(dirname "$0")/python-venv.sh"
 
-PIN="confluent-kafka[avro,json,schemaregistry]==2.16.1"
+PIN="confluent-kafka[avro,json,protobuf,schemaregistry]==2.16.1"
 TOOLS="${SLUICE_TOOLS_DIR:-/var/tmp/sluice-tools}"
 venv="$TOOLS/confluent-py-venv"
 

@@ -1,4 +1,5 @@
-//! Confluent's `AvroConverter` and `JsonSchemaConverter` and the worker's
+//! Confluent's `AvroConverter`, `JsonSchemaConverter` and
+//! `ProtobufConverter` and the worker's
 //! built-in schema registry, checked with Confluent's own Python client
 //! (`confluent-kafka` from PyPI, installed by `scripts/confluent-py.sh`):
 //! its serializers write records a Sluice sink reads into typed PostgreSQL
@@ -39,6 +40,14 @@ async fn confluent(args: &[&str]) -> String {
 /// Runs tests/schema_registry/confluent_json_schema.py; its stdout.
 async fn confluent_json(args: &[&str]) -> String {
     match try_python("confluent_json_schema.py", args).await {
+        Ok(out) => out,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// Runs tests/schema_registry/confluent_protobuf.py; its stdout.
+async fn confluent_protobuf(args: &[&str]) -> String {
+    match try_python("confluent_protobuf.py", args).await {
         Ok(out) => out,
         Err(e) => panic!("{e}"),
     }
@@ -899,4 +908,300 @@ async fn a_registry_that_requires_client_certificates() {
     );
     assert!(refused.to_string().contains("private key"), "{refused}");
     stop.cancel();
+}
+
+/// Confluent's `ProtobufSerializer` (a message class as users write it:
+/// nested message, enum, map, repeated, Timestamp, uint32) against the
+/// built-in registry, which it gives a descriptor; the sink writes typed
+/// columns; a message that does not decode and a value not in the wire
+/// format are dead-lettered with their reasons.
+#[tokio::test(flavor = "multi_thread")]
+async fn confluents_protobuf_serializer_feeds_a_jdbc_sink() {
+    let Some(url) = crate::postgres::postgres_url() else {
+        return;
+    };
+    let table = format!("proto_orders_{}", std::process::id());
+    fixtures::db_exec(&url, &format!(r#"DROP TABLE IF EXISTS "{table}""#)).await;
+    let env = InProcess::start();
+    let registry = serve(&env).await;
+    let bootstrap = env.broker.bootstrap_servers().to_string();
+    env.broker.create_topic("proto-orders", 1).await.unwrap();
+    env.broker
+        .create_topic("proto-orders-dlq", 1)
+        .await
+        .unwrap();
+    confluent_protobuf(&["produce", &bootstrap, &registry, "proto-orders", "3"]).await;
+    // Schema id 1, message [0], then field 1 (an int64) as a length-
+    // delimited field: not an Order.
+    let undecodable: &[u8] = &[0, 0, 0, 0, 1, 0, 0x0a, 0x7f];
+    fixtures::produce(
+        &bootstrap,
+        "proto-orders",
+        &[
+            (Some("broken"), undecodable),
+            (Some("poison"), b"{\"id\": 5}"),
+        ],
+    )
+    .await;
+    env.create(json!({"name": "proto-sink", "config": {
+        "connector.class": "jdbc-sink", "topics": "proto-orders", "connection.url": url.clone(),
+        "table.name.format": table.clone(),
+        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "value.converter": "io.confluent.connect.protobuf.ProtobufConverter",
+        "insert.mode": "upsert", "pk.mode": "record_value", "pk.fields": "id",
+        "auto.create": "true",
+        "errors.tolerance": "all", "errors.deadletterqueue.topic.name": "proto-orders-dlq",
+        "errors.deadletterqueue.context.headers.enable": "true",
+    }}))
+    .await;
+    let select = format!(
+        r#"SELECT id::text, name, amount::text, to_char(placed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.MS'),
+                  tags::text, status, coalesce(address::text, 'NULL'), counts::text, units::text
+           FROM "{table}" ORDER BY id"#
+    );
+    let rows = fixtures::db_rows_once(&url, &table, &select, 3).await;
+    assert_eq!(
+        rows,
+        vec![
+            vec![
+                "1",
+                "order-1 é",
+                "10.25",
+                "2026-12-01 10:30:00.250",
+                r#"["t0"]"#,
+                "PAID",
+                "NULL",
+                r#"{"a": 1}"#,
+                "4000000001"
+            ],
+            vec![
+                "2",
+                "order-2 é",
+                "20.5",
+                "2026-12-02 10:30:00.250",
+                r#"["t0", "t1"]"#,
+                "SHIPPED",
+                r#"{"city": "city 2"}"#,
+                r#"{"a": 2}"#,
+                "4000000002"
+            ],
+            // proto3: the enum's 0 is unset on the wire and reads as NEW.
+            vec![
+                "3",
+                "order-3 é",
+                "30.75",
+                "2026-12-03 10:30:00.250",
+                "[]",
+                "NEW",
+                "NULL",
+                r#"{"a": 3}"#,
+                "4000000003"
+            ],
+        ]
+    );
+    let types = fixtures::db_rows(
+        &url,
+        &format!(
+            "SELECT column_name::text, data_type::text FROM information_schema.columns WHERE table_name = '{table}' ORDER BY ordinal_position"
+        ),
+    )
+    .await;
+    // Confluent's mapping: every proto3 field optional; uint32 is int64;
+    // Timestamp is Connect's Timestamp; nested message, map and repeated
+    // fields JSONB.
+    assert_eq!(
+        types,
+        vec![
+            vec!["id", "bigint"],
+            vec!["name", "text"],
+            vec!["amount", "double precision"],
+            vec!["placed_at", "timestamp with time zone"],
+            vec!["tags", "jsonb"],
+            vec!["status", "text"],
+            vec!["address", "jsonb"],
+            vec!["counts", "jsonb"],
+            vec!["units", "bigint"],
+        ]
+    );
+    let dead = fixtures::topic_records(
+        &bootstrap,
+        "proto-orders-dlq",
+        2,
+        "both bad records dead-lettered",
+    )
+    .await;
+    let classes: Vec<(String, String, String)> = dead
+        .iter()
+        .map(|m| {
+            let header = |k: &str| fixtures::header(m, k).unwrap_or_default();
+            (
+                header("__connect.errors.class.name"),
+                header("x-dead-letter-error-class"),
+                header("__connect.errors.exception.message"),
+            )
+        })
+        .collect();
+    assert_eq!(classes.len(), 2, "{classes:?}");
+    assert_eq!(
+        classes[0].0,
+        "io.confluent.connect.protobuf.ProtobufConverter"
+    );
+    assert_eq!(classes[0].1, "MalformedProtobuf", "{classes:?}");
+    assert!(
+        classes[0].2.contains("shop.Order"),
+        "names the message: {classes:?}"
+    );
+    assert_eq!(classes[1].1, "UnknownMagicByte", "{classes:?}");
+    let latest: Value = reqwest::get(format!(
+        "{registry}/subjects/proto-orders-value/versions/latest"
+    ))
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(latest["schemaType"], "PROTOBUF", "{latest}");
+    fixtures::db_exec(&url, &format!(r#"DROP TABLE IF EXISTS "{table}""#)).await;
+}
+
+/// A source writes through `ProtobufConverter`; Confluent's
+/// `ProtobufDeserializer` reads every value with a message class built
+/// from the schema the converter registered, as the registry serves it to
+/// that client (`format=serialized`).
+#[tokio::test(flavor = "multi_thread")]
+async fn confluents_protobuf_deserializer_reads_what_a_source_wrote() {
+    let env = InProcess::start();
+    let registry = serve(&env).await;
+    let bootstrap = env.broker.bootstrap_servers().to_string();
+    env.broker.create_topic("proto-datagen", 1).await.unwrap();
+    env.create(json!({"name": "proto-source", "config": {
+        "connector.class": "datagen", "topic": "proto-datagen", "count": "25", "rate": "0",
+        "value.converter": "io.confluent.connect.protobuf.ProtobufConverter",
+    }}))
+    .await;
+    let out = confluent_protobuf(&["consume", &bootstrap, &registry, "proto-datagen", "25"]).await;
+    let mut lines = out
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap());
+    let head = lines.next().unwrap();
+    assert_eq!(head["schema_type"], "PROTOBUF", "{head}");
+    let values: Vec<Value> = lines.collect();
+    assert_eq!(values.len(), 25);
+    for v in &values {
+        // protobuf's JSON form writes an int64 as a string.
+        let id: i64 = v["value"]["order_id"].as_str().unwrap().parse().unwrap();
+        assert!(id > 0, "{v}");
+        assert!(v["value"]["amount"].is_number(), "{v}");
+        assert!(v["value"]["customer_id"].is_string(), "{v}");
+    }
+    let latest: Value = reqwest::get(format!(
+        "{registry}/subjects/proto-datagen-value/versions/latest"
+    ))
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    let text = latest["schema"].as_str().unwrap();
+    assert!(text.starts_with("syntax = \"proto3\";"), "{text}");
+    assert!(text.contains("  int64 order_id = 1;\n"), "{text}");
+}
+
+/// Confluent's `SchemaRegistryClient` with Protobuf schemas: one id for a
+/// schema as text, re-spaced, or as a descriptor; compatibility by
+/// Confluent's Protobuf rules; the type kept; an invalid schema refused.
+#[tokio::test(flavor = "multi_thread")]
+async fn confluents_registry_client_registers_protobuf_schemas() {
+    let env = InProcess::start();
+    let registry = serve(&env).await;
+    let out = confluent_protobuf(&["registry", &registry, "proto-value"]).await;
+    let r: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(r["v1_id"], 1, "{r}");
+    assert_eq!(
+        r["v1_as_descriptor_id"], 1,
+        "the same schema as a descriptor: {r}"
+    );
+    assert_eq!(r["v1_lookup_version"], 1, "found re-spaced: {r}");
+    assert_eq!(r["field_added_compatible"], true, "{r}");
+    assert_eq!(r["v2_id"], 2, "{r}");
+    assert_eq!(r["kind_changed_compatible"], false, "{r}");
+    assert_eq!(
+        r["kind_changed"],
+        json!({"status": 409, "code": 409}),
+        "{r}"
+    );
+    assert_eq!(r["by_id_type"], "PROTOBUF", "{r}");
+    assert_eq!(
+        r["latest"],
+        json!({"version": 2, "id": 2, "type": "PROTOBUF"}),
+        "{r}"
+    );
+    assert_eq!(r["types"], json!(["AVRO", "JSON", "PROTOBUF"]), "{r}");
+    assert_eq!(
+        r["invalid_schema"],
+        json!({"status": 422, "code": 42201}),
+        "{r}"
+    );
+}
+
+/// A WASM transform between Protobuf topics: the output is written with
+/// the schema followed from the input's, registered as PROTOBUF; fields
+/// keep their numbers and the added one takes a number of its own, so
+/// Confluent's deserializer reads it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_transform_between_protobuf_topics_writes_a_followed_schema() {
+    let env = InProcess::start();
+    let registry = serve(&env).await;
+    let bootstrap = env.broker.bootstrap_servers().to_string();
+    env.broker.create_topic("proto-in", 1).await.unwrap();
+    env.broker.create_topic("proto-in.out", 1).await.unwrap();
+    confluent_protobuf(&["produce", &bootstrap, &registry, "proto-in", "3"]).await;
+    env.create(json!({"name": "proto-stream", "config": {
+        "connector.class": "stream", "topics": "proto-in", "output.topic": "${topic}.out",
+        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "value.converter": "io.confluent.connect.protobuf.ProtobufConverter",
+        "value.converter.enhanced.protobuf.schema.support": "true",
+        "transforms": "ref", "transforms.ref.type": "wasm",
+        "transforms.ref.module": fixtures::example_component().display().to_string(),
+        "transforms.ref.uppercase.field": "name",
+    }}))
+    .await;
+    let out = match try_python(
+        "confluent_protobuf.py",
+        &["consume", &bootstrap, &registry, "proto-in.out", "3"],
+    )
+    .await
+    {
+        Ok(out) => out,
+        Err(e) => panic!(
+            "{e}\nthe stream: {}",
+            status(&registry, "proto-stream").await
+        ),
+    };
+    let mut lines = out
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap());
+    let head = lines.next().unwrap();
+    assert_eq!(head["message"], "shop.Order", "the package kept: {head}");
+    let values: Vec<Value> = lines.collect();
+    assert_eq!(values.len(), 3);
+    for (i, v) in values.iter().enumerate() {
+        let n = i + 1;
+        assert_eq!(v["value"]["id"], n.to_string(), "{v}");
+        assert_eq!(v["value"]["name"], format!("ORDER-{n} É"), "{v}");
+        assert_eq!(v["value"]["processed_by"], "sluice", "{v}");
+        assert_eq!(v["value"]["units"], 4_000_000_000u64 + n as u64, "{v}");
+    }
+    let latest: Value = reqwest::get(format!(
+        "{registry}/subjects/proto-in.out-value/versions/latest"
+    ))
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    let text = latest["schema"].as_str().unwrap();
+    assert!(text.contains("  int64 id = 1;\n"), "{text}");
+    assert!(text.contains("  uint32 units = 9;\n"), "{text}");
+    assert!(text.contains("  string processed_by = 10;\n"), "{text}");
 }

@@ -77,6 +77,7 @@ fn converter(case: &str) -> SchemaConverter {
         subject_name_strategy: SubjectNameStrategy::TopicName,
         fail_invalid_schema,
         object_additional_properties: true,
+        enhanced_protobuf: false,
     };
     use sluice_runtime::schema::{avro_converter, json_schema_converter};
     match case {

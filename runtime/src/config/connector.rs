@@ -923,6 +923,8 @@ const RUNTIME_NAMESPACES: [&str; 5] = [
 pub const AVRO_CONVERTER: &str = "io.confluent.connect.avro.AvroConverter";
 /// Confluent's JSON Schema converter, by its class name.
 pub const JSON_SCHEMA_CONVERTER: &str = "io.confluent.connect.json.JsonSchemaConverter";
+/// Confluent's Protobuf converter, by its class name.
+pub const PROTOBUF_CONVERTER: &str = "io.confluent.connect.protobuf.ProtobufConverter";
 
 /// The data formats of Confluent's converters that keep schemas in a
 /// registry.
@@ -930,6 +932,7 @@ pub const JSON_SCHEMA_CONVERTER: &str = "io.confluent.connect.json.JsonSchemaCon
 pub enum RegistryFormat {
     Avro,
     JsonSchema,
+    Protobuf,
 }
 
 impl RegistryFormat {
@@ -937,6 +940,7 @@ impl RegistryFormat {
         match self {
             RegistryFormat::Avro => AVRO_CONVERTER,
             RegistryFormat::JsonSchema => JSON_SCHEMA_CONVERTER,
+            RegistryFormat::Protobuf => PROTOBUF_CONVERTER,
         }
     }
 }
@@ -946,13 +950,14 @@ fn registry_format(class: Option<&str>) -> Option<RegistryFormat> {
     match class? {
         AVRO_CONVERTER | "AvroConverter" => Some(RegistryFormat::Avro),
         JSON_SCHEMA_CONVERTER | "JsonSchemaConverter" => Some(RegistryFormat::JsonSchema),
+        PROTOBUF_CONVERTER | "ProtobufConverter" => Some(RegistryFormat::Protobuf),
         _ => None,
     }
 }
 
 fn unsupported_converter(class: &str) -> String {
     format!(
-        "`{class}` is not supported; Sluice has JsonConverter (with or without schemas.enable), {AVRO_CONVERTER}, {JSON_SCHEMA_CONVERTER}, StringConverter and ByteArrayConverter"
+        "`{class}` is not supported; Sluice has JsonConverter (with or without schemas.enable), {AVRO_CONVERTER}, {JSON_SCHEMA_CONVERTER}, {PROTOBUF_CONVERTER}, StringConverter and ByteArrayConverter"
     )
 }
 
@@ -1017,6 +1022,10 @@ pub struct RegistrySettings {
     /// content model, under which adding a field is not BACKWARD
     /// compatible); false closes it.
     pub object_additional_properties: bool,
+    /// `enhanced.protobuf.schema.support` (ProtobufConverter, default
+    /// false): a message's struct is named by its full name (with its
+    /// package), so what is read writes back under the same package.
+    pub enhanced_protobuf: bool,
 }
 
 impl RegistrySettings {
@@ -1037,6 +1046,23 @@ impl RegistrySettings {
         "schema.registry.ssl.truststore.type",
     ];
 
+    /// The keys of the Protobuf converter's that Sluice reads: the first
+    /// as it is, the others at their defaults only (what Sluice does);
+    /// another value is refused, naming the key.
+    const PROTOBUF_KEYS: [&str; 8] = [
+        "enhanced.protobuf.schema.support",
+        "int.for.enums",
+        "optional.for.nullables",
+        "optional.for.proto2",
+        "wrapper.for.nullables",
+        "wrapper.for.raw.primitives",
+        "generate.index.for.unions",
+        "scrub.invalid.names",
+    ];
+
+    /// The defaults of [`Self::PROTOBUF_KEYS`], in order.
+    const PROTOBUF_DEFAULTS: [bool; 8] = [false, false, false, true, false, true, true, false];
+
     /// The keys only the JSON Schema converter reads.
     const JSON_SCHEMA_KEYS: [&str; 2] =
         ["json.fail.invalid.schema", "object.additional.properties"];
@@ -1051,6 +1077,7 @@ impl RegistrySettings {
         let own: &[&str] = match format {
             RegistryFormat::Avro => &[],
             RegistryFormat::JsonSchema => &Self::JSON_SCHEMA_KEYS,
+            RegistryFormat::Protobuf => &Self::PROTOBUF_KEYS,
         };
         if let Some(k) = keys.keys().find(|k| {
             !Self::KEYS.contains(&k.as_str())
@@ -1080,6 +1107,22 @@ impl RegistrySettings {
                 Some(v) => Err(err(k, format!("expected true or false, got `{v}`"))),
             }
         };
+        if format == RegistryFormat::Protobuf {
+            for (k, default) in Self::PROTOBUF_KEYS
+                .iter()
+                .zip(Self::PROTOBUF_DEFAULTS)
+                .skip(1)
+            {
+                if boolean(k, default)? != default {
+                    return Err(err(
+                        k,
+                        format!(
+                            "Sluice maps Protobuf and Connect schemas as Confluent's ProtobufConverter does by default ({k}={default}); the other mapping is not supported"
+                        ),
+                    ));
+                }
+            }
+        }
         let mut registry_urls = Vec::new();
         let mut url_auth = None;
         for url in keys
@@ -1263,6 +1306,7 @@ impl RegistrySettings {
             subject_name_strategy,
             fail_invalid_schema: boolean("json.fail.invalid.schema", false)?,
             object_additional_properties: boolean("object.additional.properties", true)?,
+            enhanced_protobuf: boolean("enhanced.protobuf.schema.support", false)?,
         })
     }
 }
@@ -1399,6 +1443,7 @@ mod tests {
                 subject_name_strategy: SubjectNameStrategy::TopicRecordName,
                 fail_invalid_schema: false,
                 object_additional_properties: true,
+                enhanced_protobuf: false,
             })
         );
         assert_eq!(common.key_registry, None);

@@ -144,7 +144,7 @@ fn schema_of(body: &Bytes) -> Result<(SchemaType, String), Error> {
                 StatusCode::UNPROCESSABLE_ENTITY,
                 42201,
                 format!(
-                    "schemaType {t} is not supported by Sluice's built-in registry; it holds AVRO and JSON"
+                    "schemaType {t} is not supported by Sluice's built-in registry; it holds AVRO, JSON and PROTOBUF"
                 ),
             )
         })?,
@@ -403,15 +403,33 @@ fn delete_refused(why: DeleteRefused, subject: &str, version: Option<u32>) -> Er
     }
 }
 
+/// `?format=` of a schema by id: `serialized` gives a Protobuf schema as
+/// the base64 of its `FileDescriptorProto` (what Confluent's Python
+/// deserializer asks for); other formats give the schema as registered.
+#[derive(serde::Deserialize, Default)]
+struct FormatQuery {
+    format: Option<String>,
+}
+
 async fn schema_by_id(
     State(r): State<Registry>,
     Path(id): Path<String>,
+    Query(q): Query<FormatQuery>,
 ) -> Result<Response, Error> {
     let id = id_number(&id)?;
-    let (schema_type, schema) = r
+    let (schema_type, mut schema) = r
         .read(|s| s.schema(id))
         .await?
         .ok_or_else(|| schema_not_found(id))?;
+    if schema_type == SchemaType::Protobuf && q.format.as_deref() == Some("serialized") {
+        schema = crate::schema::protobuf::compile::serialized(&schema).map_err(|e| {
+            Error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                50001,
+                format!("schema {id} does not compile: {e}"),
+            )
+        })?;
+    }
     let mut answer = json!({"schema": schema});
     if schema_type != SchemaType::Avro {
         answer["schemaType"] = schema_type.name().into();

@@ -250,6 +250,7 @@ mod tests {
                 subject_name_strategy: SubjectNameStrategy::TopicName,
                 fail_invalid_schema,
                 object_additional_properties: true,
+                enhanced_protobuf: false,
             },
             false,
         )

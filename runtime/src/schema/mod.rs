@@ -34,6 +34,8 @@ pub mod json;
 pub mod json_schema;
 pub mod json_schema_converter;
 pub mod payload;
+pub mod protobuf;
+pub mod protobuf_converter;
 pub mod registry;
 pub mod wire;
 
@@ -366,6 +368,7 @@ pub enum SchemaConverter {
     Json(EnvelopeConverter),
     Avro(avro_converter::AvroConverter),
     JsonSchema(json_schema_converter::JsonSchemaConverter),
+    Protobuf(protobuf_converter::ProtobufConverter),
 }
 
 impl SchemaConverter {
@@ -375,6 +378,7 @@ impl SchemaConverter {
             SchemaConverter::Json(_) => CONVERTER_CLASS,
             SchemaConverter::Avro(_) => avro_converter::AVRO_CONVERTER_CLASS,
             SchemaConverter::JsonSchema(_) => json_schema_converter::JSON_SCHEMA_CONVERTER_CLASS,
+            SchemaConverter::Protobuf(_) => protobuf_converter::PROTOBUF_CONVERTER_CLASS,
         }
     }
 
@@ -384,6 +388,7 @@ impl SchemaConverter {
             SchemaConverter::Json(c) => c.read(bytes),
             SchemaConverter::Avro(c) => c.read(bytes).await,
             SchemaConverter::JsonSchema(c) => c.read(bytes).await,
+            SchemaConverter::Protobuf(c) => c.read(bytes).await,
         }
     }
 
@@ -420,6 +425,7 @@ impl SchemaConverter {
             SchemaConverter::Json(c) => c.write(schema, payload),
             SchemaConverter::Avro(c) => c.write(topic, schema, payload).await,
             SchemaConverter::JsonSchema(c) => c.write(topic, schema, payload).await,
+            SchemaConverter::Protobuf(c) => c.write(topic, schema, payload).await,
         }
     }
 

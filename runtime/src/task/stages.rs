@@ -178,7 +178,7 @@ impl Envelopes {
                     is_key: bool| {
             if let Some(settings) = registry {
                 use crate::config::RegistryFormat;
-                use crate::schema::{avro_converter, json_schema_converter};
+                use crate::schema::{avro_converter, json_schema_converter, protobuf_converter};
                 let registry = crate::schema::registry::for_settings(settings, builtin);
                 let settings = settings.clone();
                 return Some(match settings.format {
@@ -187,6 +187,9 @@ impl Envelopes {
                     ),
                     RegistryFormat::JsonSchema => SchemaConverter::JsonSchema(
                         json_schema_converter::JsonSchemaConverter::new(registry, settings, is_key),
+                    ),
+                    RegistryFormat::Protobuf => SchemaConverter::Protobuf(
+                        protobuf_converter::ProtobufConverter::new(registry, settings, is_key),
                     ),
                 });
             }

@@ -47,8 +47,8 @@ pub const TOPIC: &str = "_sluice_schemas";
 pub struct State {
     /// Schemas (type and text) by id - 1.
     schemas: Vec<(SchemaType, String)>,
-    /// Ids by type and normalised text (the schema's JSON with sorted keys
-    /// and no whitespace, so spacing and member order do not make a new id).
+    /// Ids by type and identity (`SchemaType::identity`: spacing, member
+    /// order or a schema's form do not make a new id).
     ids: HashMap<(SchemaType, String), u32>,
     /// Each subject's versions, oldest first.
     subjects: BTreeMap<String, Vec<Version>>,
@@ -111,7 +111,9 @@ impl State {
                 else {
                     return;
                 };
-                let Ok(norm) = normalise(schema) else { return };
+                let Ok(norm) = schema_type.identity(schema) else {
+                    return;
+                };
                 let id = match self.ids.get(&(schema_type, norm.clone())) {
                     Some(id) => *id,
                     None => {
@@ -272,7 +274,9 @@ impl State {
     }
 
     pub fn find(&self, subject: &str, schema_type: SchemaType, schema: &str) -> Option<Registered> {
-        let id = *self.ids.get(&(schema_type, normalise(schema).ok()?))?;
+        let id = *self
+            .ids
+            .get(&(schema_type, schema_type.identity(schema).ok()?))?;
         let found = self
             .subjects
             .get(subject)?

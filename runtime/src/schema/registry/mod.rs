@@ -18,6 +18,7 @@ pub enum SchemaType {
     #[default]
     Avro,
     Json,
+    Protobuf,
 }
 
 impl SchemaType {
@@ -25,6 +26,7 @@ impl SchemaType {
         match self {
             SchemaType::Avro => "AVRO",
             SchemaType::Json => "JSON",
+            SchemaType::Protobuf => "PROTOBUF",
         }
     }
 
@@ -33,12 +35,13 @@ impl SchemaType {
         match s.to_ascii_uppercase().as_str() {
             "AVRO" => Some(SchemaType::Avro),
             "JSON" => Some(SchemaType::Json),
+            "PROTOBUF" => Some(SchemaType::Protobuf),
             _ => None,
         }
     }
 
     /// The types the built-in registry holds, as `/schemas/types` lists them.
-    pub const ALL: [SchemaType; 2] = [SchemaType::Json, SchemaType::Avro];
+    pub const ALL: [SchemaType; 3] = [SchemaType::Json, SchemaType::Protobuf, SchemaType::Avro];
 
     /// Whether `text` is a schema of this type: `Err` says why not.
     pub fn validate(self, text: &str) -> Result<(), String> {
@@ -47,6 +50,17 @@ impl SchemaType {
                 .map(|_| ())
                 .map_err(|e| format!("not a valid Avro schema: {e}")),
             SchemaType::Json => crate::schema::json_schema::compile(text).map(|_| ()),
+            SchemaType::Protobuf => crate::schema::protobuf::compile::compile(text).map(|_| ()),
+        }
+    }
+
+    /// A schema's identity: the same schema written differently (spaced,
+    /// keys in another order, `.proto` text or a descriptor) is one
+    /// schema, with one id.
+    pub fn identity(self, text: &str) -> Result<String, String> {
+        match self {
+            SchemaType::Avro | SchemaType::Json => builtin::normalise(text),
+            SchemaType::Protobuf => crate::schema::protobuf::compile::identity(text),
         }
     }
 }
@@ -223,6 +237,7 @@ impl Compatibility {
             let can_read = |reader: &str, writer: &str| match schema_type {
                 SchemaType::Avro => avro_can_read(reader, writer),
                 SchemaType::Json => crate::schema::json_schema::compat::can_read(reader, writer),
+                SchemaType::Protobuf => crate::schema::protobuf::compat::can_read(reader, writer),
             };
             let backward = || {
                 can_read(new, old).map_err(|e| {

@@ -57,7 +57,7 @@ fi
 tests=0
 if [[ "$profile" == tests ]]; then tests=1; fi
 
-APT_PACKAGES=(build-essential pkg-config zlib1g-dev libssl-dev python3 curl ca-certificates)
+APT_PACKAGES=(build-essential pkg-config zlib1g-dev libssl-dev python3 curl ca-certificates openssl)
 if ((tests)); then
   # promtool (Debian's prometheus package) checks and unit-tests the shipped alerts.
   if [[ "${SLUICE_SETUP_MONITORING:-1}" == 1 ]]; then

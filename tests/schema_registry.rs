@@ -768,6 +768,8 @@ struct MutualTls {
     ca: std::path::PathBuf,
     server: sluice_runtime::config::RestTls,
     client_keystore: std::path::PathBuf,
+    client_cert: std::path::PathBuf,
+    client_key: std::path::PathBuf,
 }
 
 fn mutual_tls(dir: &Path) -> MutualTls {
@@ -805,8 +807,209 @@ fn mutual_tls(dir: &Path) -> MutualTls {
             truststore: Some(ca_file.clone()),
         },
         client_keystore: write("client.pem", format!("{client_cert}{client_key}")),
+        client_cert: write("client.crt", client_cert),
+        client_key: write("client.key", client_key),
         ca: ca_file,
     }
+}
+
+/// A PEM file as a trust or key store.
+fn pem_store(path: &Path) -> sluice_runtime::schema::registry::stores::Store {
+    sluice_runtime::schema::registry::stores::Store {
+        location: path.display().to_string(),
+        store_type: sluice_runtime::schema::registry::stores::StoreType::Pem,
+        password: None,
+        key_password: None,
+    }
+}
+
+/// Runs a tool the Java key store checks need (`keytool` from the JDK,
+/// `openssl`); they cannot run without it and say so.
+fn run_tool(program: &str, args: &[&str]) {
+    let out = Command::new(program)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("`{program}` is needed to make JKS and PKCS12 stores for this check and could not run: {e}")
+        });
+    assert!(
+        out.status.success(),
+        "{program} {args:?} failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Trust and key stores as Kafka Connect users have them, made by the
+/// JDK's `keytool` (and `openssl` for the PKCS12 keystore, since keytool
+/// imports no PEM key): the same CA and client certificate as JKS and as
+/// PKCS12, the JKS key under a password of its own.
+#[tokio::test(flavor = "multi_thread")]
+async fn java_key_stores_reach_a_registry_that_requires_client_certificates() {
+    use sluice_runtime::schema::registry::Registry;
+    use sluice_runtime::schema::registry::client::{ClientConfig, HttpRegistry};
+    use sluice_runtime::schema::registry::stores::{Store, StoreType};
+    let dir = tempfile::tempdir().unwrap();
+    let tls = mutual_tls(dir.path());
+    let path = |name: &str| dir.path().join(name).display().to_string();
+    let ca = tls.ca.display().to_string();
+    for (file, kind) in [("trust.jks", "JKS"), ("trust.p12", "PKCS12")] {
+        run_tool(
+            "keytool",
+            &[
+                "-importcert",
+                "-noprompt",
+                "-alias",
+                "ca",
+                "-file",
+                &ca,
+                "-keystore",
+                &path(file),
+                "-storetype",
+                kind,
+                "-storepass",
+                "trust-secret",
+            ],
+        );
+    }
+    run_tool(
+        "openssl",
+        &[
+            "pkcs12",
+            "-export",
+            "-in",
+            &tls.client_cert.display().to_string(),
+            "-inkey",
+            &tls.client_key.display().to_string(),
+            "-name",
+            "client",
+            "-out",
+            &path("client.p12"),
+            "-passout",
+            "pass:key-secret",
+        ],
+    );
+    run_tool(
+        "keytool",
+        &[
+            "-importkeystore",
+            "-noprompt",
+            "-srckeystore",
+            &path("client.p12"),
+            "-srcstoretype",
+            "PKCS12",
+            "-srcstorepass",
+            "key-secret",
+            "-destkeystore",
+            &path("client.jks"),
+            "-deststoretype",
+            "JKS",
+            "-deststorepass",
+            "key-secret",
+            "-destkeypass",
+            "own-key-secret",
+            "-alias",
+            "client",
+        ],
+    );
+    let env = InProcess::start();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let acceptor = sluice_runtime::tls::acceptor(&tls.server).unwrap();
+    let app = sluice_runtime::rest::router(env.herder.clone());
+    let stop = tokio_util::sync::CancellationToken::new();
+    tokio::spawn(sluice_runtime::tls::serve(
+        listener,
+        acceptor,
+        app,
+        stop.clone(),
+    ));
+    let url = format!("https://localhost:{port}/schema-registry");
+    let store = |file: &str, store_type, password: &str, key_password: Option<&str>| Store {
+        location: path(file),
+        store_type,
+        password: Some(password.to_string()),
+        key_password: key_password.map(str::to_string),
+    };
+    for (trust, key) in [
+        (
+            store("trust.jks", StoreType::Jks, "trust-secret", None),
+            store(
+                "client.jks",
+                StoreType::Jks,
+                "key-secret",
+                Some("own-key-secret"),
+            ),
+        ),
+        (
+            store("trust.p12", StoreType::Pkcs12, "trust-secret", None),
+            store("client.p12", StoreType::Pkcs12, "key-secret", None),
+        ),
+    ] {
+        let client = HttpRegistry::new(ClientConfig {
+            urls: vec![url.clone()],
+            basic_auth: None,
+            truststore: Some(trust.clone()),
+            keystore: Some(key.clone()),
+        })
+        .unwrap_or_else(|e| panic!("{trust:?} {key:?}: {e}"));
+        assert_eq!(
+            client.latest("nothing-value").await.unwrap(),
+            None,
+            "answered over mutual TLS with {trust:?} and {key:?}"
+        );
+    }
+    // A converter configured as in Kafka Connect, with JKS stores.
+    let bootstrap = env.broker.bootstrap_servers().to_string();
+    env.broker.create_topic("jks-orders", 1).await.unwrap();
+    let converter_keys = |truststore_password: &str| {
+        json!({
+            "value.converter": "io.confluent.connect.avro.AvroConverter",
+            "value.converter.schema.registry.url": url.clone(),
+            "value.converter.schema.registry.ssl.truststore.location": path("trust.jks"),
+            "value.converter.schema.registry.ssl.truststore.type": "JKS",
+            "value.converter.schema.registry.ssl.truststore.password": truststore_password,
+            "value.converter.schema.registry.ssl.keystore.location": path("client.jks"),
+            "value.converter.schema.registry.ssl.keystore.type": "JKS",
+            "value.converter.schema.registry.ssl.keystore.password": "key-secret",
+            "value.converter.schema.registry.ssl.key.password": "own-key-secret",
+        })
+    };
+    let mut config = json!({
+        "connector.class": "datagen", "topic": "jks-orders", "count": "5", "rate": "0",
+    });
+    for (k, v) in converter_keys("trust-secret").as_object().unwrap() {
+        config[k] = v.clone();
+    }
+    env.create(json!({"name": "jks-source", "config": config}))
+        .await;
+    fixtures::topic_records(
+        &bootstrap,
+        "jks-orders",
+        5,
+        "5 records written over JKS stores",
+    )
+    .await;
+    // A wrong password is refused before anything runs, naming the store.
+    let mut refused: sluice_sdk::ConfigMap = [
+        ("name", "refused"),
+        ("connector.class", "datagen"),
+        ("topic", "t"),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    for (k, v) in converter_keys("wrong").as_object().unwrap() {
+        refused.insert(k.clone(), v.as_str().unwrap().to_string());
+    }
+    let e = sluice_runtime::config::CommonConfig::split(&refused).unwrap_err();
+    assert_eq!(
+        e.key.as_deref(),
+        Some("value.converter.schema.registry.ssl.truststore.location"),
+        "{e}"
+    );
+    assert!(e.to_string().contains("password"), "{e}");
+    stop.cancel();
 }
 
 /// The registry over mutual TLS: the worker's REST listener requiring
@@ -838,8 +1041,8 @@ async fn a_registry_that_requires_client_certificates() {
         HttpRegistry::new(ClientConfig {
             urls: vec![url.clone()],
             basic_auth: None,
-            trust_pem: Some(tls.ca.display().to_string()),
-            keystore_pem: keystore.map(|k| k.display().to_string()),
+            truststore: Some(pem_store(&tls.ca)),
+            keystore: keystore.map(pem_store),
         })
         .unwrap()
     };

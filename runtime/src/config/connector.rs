@@ -6,6 +6,8 @@ use std::path::Path;
 use serde::Deserialize;
 use sluice_sdk::config::{ConfigError, ConfigMap, from_string_map};
 
+use crate::schema::registry::stores::{Store, StoreType};
+
 use super::*;
 
 /// A connector as Kafka Connect's JSON gives it: `{"name": ..., "config": {...}}`.
@@ -1000,12 +1002,14 @@ pub struct RegistrySettings {
     /// `basic.auth.user.info` (with `basic.auth.credentials.source`
     /// USER_INFO) or the URL's user info (source URL).
     pub basic_auth: Option<(String, String)>,
-    /// `schema.registry.ssl.truststore.location` (type PEM).
-    pub trust_pem: Option<String>,
-    /// `schema.registry.ssl.keystore.location` (type PEM: the client's
-    /// certificate chain and its unencrypted private key), for registries
-    /// that authenticate clients by certificate.
-    pub keystore_pem: Option<String>,
+    /// `schema.registry.ssl.truststore.*`: PEM certificates, a JKS or a
+    /// PKCS12 store.
+    pub truststore: Option<Store>,
+    /// `schema.registry.ssl.keystore.*` and `...key.password`, for
+    /// registries that authenticate clients by certificate: a PEM file
+    /// (the certificate chain and its unencrypted private key), a JKS or a
+    /// PKCS12 store.
+    pub keystore: Option<Store>,
     /// `auto.register.schemas` (default true).
     pub auto_register_schemas: bool,
     /// `use.latest.version` (default false): write with the subject's
@@ -1031,9 +1035,12 @@ pub struct RegistrySettings {
 impl RegistrySettings {
     /// The keys every registry converter reads; any other is refused,
     /// naming these.
-    const KEYS: [&str; 12] = [
+    const KEYS: [&str; 15] = [
         "schema.registry.ssl.keystore.location",
         "schema.registry.ssl.keystore.type",
+        "schema.registry.ssl.keystore.password",
+        "schema.registry.ssl.key.password",
+        "schema.registry.ssl.truststore.password",
         "schema.registry.url",
         "basic.auth.credentials.source",
         "basic.auth.user.info",
@@ -1079,12 +1086,10 @@ impl RegistrySettings {
             RegistryFormat::JsonSchema => &Self::JSON_SCHEMA_KEYS,
             RegistryFormat::Protobuf => &Self::PROTOBUF_KEYS,
         };
-        if let Some(k) = keys.keys().find(|k| {
-            !Self::KEYS.contains(&k.as_str())
-                && !own.contains(&k.as_str())
-                && k.as_str() != "schema.registry.ssl.truststore.password"
-                && k.as_str() != "schema.registry.ssl.keystore.password"
-        }) {
+        if let Some(k) = keys
+            .keys()
+            .find(|k| !Self::KEYS.contains(&k.as_str()) && !own.contains(&k.as_str()))
+        {
             return Err(err(
                 k,
                 format!(
@@ -1183,84 +1188,56 @@ impl RegistrySettings {
                 ));
             }
         };
-        let trust_pem = keys.get("schema.registry.ssl.truststore.location").cloned();
-        match keys
-            .get("schema.registry.ssl.truststore.type")
-            .map(|t| t.trim().to_ascii_uppercase())
-            .as_deref()
-        {
-            None if trust_pem.is_none() => {}
-            None | Some("PEM") => {
-                let path = trust_pem.as_deref().unwrap_or_default();
-                let pem = std::fs::read(path).map_err(|e| {
-                    err(
-                        "schema.registry.ssl.truststore.location",
-                        format!("cannot read `{path}`: {e}"),
-                    )
-                })?;
-                if !pem.windows(27).any(|w| w == b"-----BEGIN CERTIFICATE-----") {
+        let store =
+            |side: &str, key_password: Option<&String>| -> Result<Option<Store>, ConfigError> {
+                let location_key = format!("schema.registry.ssl.{side}.location");
+                let Some(location) = keys.get(&location_key) else {
+                    return Ok(None);
+                };
+                let type_key = format!("schema.registry.ssl.{side}.type");
+                let store_type = match keys.get(&type_key) {
+                    None => StoreType::Pem,
+                    Some(t) => StoreType::parse(t).ok_or_else(|| {
+                        err(
+                            &type_key,
+                            format!("`{t}` is not a store type Sluice reads: PEM, JKS or PKCS12"),
+                        )
+                    })?,
+                };
+                Ok(Some(Store {
+                    location: location.clone(),
+                    store_type,
+                    password: keys
+                        .get(&format!("schema.registry.ssl.{side}.password"))
+                        .cloned(),
+                    key_password: key_password.cloned(),
+                }))
+            };
+        let truststore = store("truststore", None)?;
+        if let Some(t) = &truststore {
+            t.trusted_pem()
+                .map_err(|e| err("schema.registry.ssl.truststore.location", e))?;
+        }
+        let key_password = keys.get("schema.registry.ssl.key.password");
+        let keystore = store("keystore", key_password)?;
+        match &keystore {
+            Some(k) => {
+                if key_password.is_some() && k.store_type == StoreType::Pem {
                     return Err(err(
-                        "schema.registry.ssl.truststore.location",
-                        format!("`{path}` holds no PEM certificate"),
+                        "schema.registry.ssl.key.password",
+                        "encrypted PEM private keys are not supported: give the key unencrypted, or use a JKS or PKCS12 keystore".into(),
                     ));
                 }
+                k.identity_pem()
+                    .map_err(|e| err("schema.registry.ssl.keystore.location", e))?;
             }
-            Some(other) => {
+            None if key_password.is_some() => {
                 return Err(err(
-                    "schema.registry.ssl.truststore.type",
-                    format!(
-                        "`{other}` is not supported: give the trust store as PEM certificates (type PEM)"
-                    ),
+                    "schema.registry.ssl.key.password",
+                    "is set without schema.registry.ssl.keystore.location".into(),
                 ));
             }
-        }
-        let keystore_pem = keys.get("schema.registry.ssl.keystore.location").cloned();
-        if keys.contains_key("schema.registry.ssl.key.password") {
-            return Err(err(
-                "schema.registry.ssl.key.password",
-                "encrypted private keys are not supported: give the keystore's key unencrypted (PEM)".into(),
-            ));
-        }
-        match keys
-            .get("schema.registry.ssl.keystore.type")
-            .map(|t| t.trim().to_ascii_uppercase())
-            .as_deref()
-        {
-            None if keystore_pem.is_none() => {}
-            None | Some("PEM") => {
-                let path = keystore_pem.as_deref().unwrap_or_default();
-                let pem = std::fs::read(path).map_err(|e| {
-                    err(
-                        "schema.registry.ssl.keystore.location",
-                        format!("cannot read `{path}`: {e}"),
-                    )
-                })?;
-                let has = |marker: &[u8]| pem.windows(marker.len()).any(|w| w == marker);
-                if !has(b"-----BEGIN CERTIFICATE-----") || !has(b"PRIVATE KEY-----") {
-                    return Err(err(
-                        "schema.registry.ssl.keystore.location",
-                        format!(
-                            "`{path}` must hold the client's PEM certificate chain and its private key"
-                        ),
-                    ));
-                }
-                if has(b"ENCRYPTED PRIVATE KEY") {
-                    return Err(err(
-                        "schema.registry.ssl.keystore.location",
-                        format!(
-                            "`{path}` holds an encrypted private key, which is not supported: give it unencrypted"
-                        ),
-                    ));
-                }
-            }
-            Some(other) => {
-                return Err(err(
-                    "schema.registry.ssl.keystore.type",
-                    format!(
-                        "`{other}` is not supported: give the keystore as PEM (certificate chain and private key, type PEM)"
-                    ),
-                ));
-            }
+            None => {}
         }
         let strategy_key = if is_key {
             "key.subject.name.strategy"
@@ -1299,8 +1276,8 @@ impl RegistrySettings {
             format,
             registry_urls,
             basic_auth,
-            trust_pem,
-            keystore_pem,
+            truststore,
+            keystore,
             auto_register_schemas: boolean("auto.register.schemas", true)?,
             use_latest_version: boolean("use.latest.version", false)?,
             subject_name_strategy,
@@ -1436,8 +1413,8 @@ mod tests {
                 format: RegistryFormat::Avro,
                 registry_urls: vec!["http://a:8081".into(), "http://b:8081".into()],
                 basic_auth: Some(("u".into(), "p".into())),
-                trust_pem: None,
-                keystore_pem: None,
+                truststore: None,
+                keystore: None,
                 auto_register_schemas: false,
                 use_latest_version: false,
                 subject_name_strategy: SubjectNameStrategy::TopicRecordName,
@@ -1473,9 +1450,30 @@ mod tests {
                         "value.converter.schema.registry.ssl.truststore.location",
                         "/x.jks",
                     ),
-                    ("value.converter.schema.registry.ssl.truststore.type", "JKS"),
+                    (
+                        "value.converter.schema.registry.ssl.truststore.type",
+                        "BCFKS",
+                    ),
                 ][..],
                 "value.converter.schema.registry.ssl.truststore.type",
+            ),
+            (
+                &[
+                    (
+                        "value.converter.schema.registry.ssl.truststore.location",
+                        "/no/such.jks",
+                    ),
+                    ("value.converter.schema.registry.ssl.truststore.type", "JKS"),
+                    (
+                        "value.converter.schema.registry.ssl.truststore.password",
+                        "p",
+                    ),
+                ][..],
+                "value.converter.schema.registry.ssl.truststore.location",
+            ),
+            (
+                &[("value.converter.schema.registry.ssl.key.password", "p")][..],
+                "value.converter.schema.registry.ssl.key.password",
             ),
             (
                 &[("value.converter.use.latest.version", "yes")][..],

@@ -1,6 +1,6 @@
 //! A client of an external schema registry in Confluent's REST API
-//! (`schema.registry.url`, several tried in turn; basic auth; a PEM
-//! trust store; a PEM client certificate for registries that ask for one).
+//! (`schema.registry.url`, several tried in turn; basic auth; a trust
+//! store; a client certificate for registries that ask for one).
 
 use std::time::Duration;
 
@@ -18,10 +18,10 @@ pub struct ClientConfig {
     /// `basic.auth.user.info` (`user:password`) with
     /// `basic.auth.credentials.source=USER_INFO`.
     pub basic_auth: Option<(String, String)>,
-    /// `schema.registry.ssl.truststore.location` with type PEM.
-    pub trust_pem: Option<String>,
-    /// `schema.registry.ssl.keystore.location` with type PEM.
-    pub keystore_pem: Option<String>,
+    /// `schema.registry.ssl.truststore.*`.
+    pub truststore: Option<super::stores::Store>,
+    /// `schema.registry.ssl.keystore.*`.
+    pub keystore: Option<super::stores::Store>,
 }
 
 pub struct HttpRegistry {
@@ -34,21 +34,27 @@ impl HttpRegistry {
         let mut builder = reqwest::Client::builder()
             .timeout(Duration::from_secs(30))
             .connect_timeout(Duration::from_secs(10));
-        if let Some(path) = &config.trust_pem {
-            let pem = std::fs::read(path)
-                .map_err(|e| format!("cannot read the trust store `{path}`: {e}"))?;
-            for cert in reqwest::Certificate::from_pem_bundle(&pem)
-                .map_err(|e| format!("the trust store `{path}` is not PEM certificates: {e}"))?
-            {
+        if let Some(store) = &config.truststore {
+            let pem = store
+                .trusted_pem()
+                .map_err(|e| format!("the trust store: {e}"))?;
+            for cert in reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| {
+                format!(
+                    "the trust store `{}` is not certificates: {e}",
+                    store.location
+                )
+            })? {
                 builder = builder.add_root_certificate(cert);
             }
         }
-        if let Some(path) = &config.keystore_pem {
-            let pem = std::fs::read(path)
-                .map_err(|e| format!("cannot read the keystore `{path}`: {e}"))?;
+        if let Some(store) = &config.keystore {
+            let pem = store
+                .identity_pem()
+                .map_err(|e| format!("the keystore: {e}"))?;
             let identity = reqwest::Identity::from_pem(&pem).map_err(|e| {
                 format!(
-                    "the keystore `{path}` is not a PEM certificate chain with its private key: {e}"
+                    "the keystore `{}` is not a certificate chain with its private key: {e}",
+                    store.location
                 )
             })?;
             builder = builder.identity(identity);

@@ -5,6 +5,7 @@
 
 pub mod builtin;
 pub mod client;
+pub mod stores;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -282,8 +283,8 @@ pub fn for_settings(
     let config = client::ClientConfig {
         urls: settings.registry_urls.clone(),
         basic_auth: settings.basic_auth.clone(),
-        trust_pem: settings.trust_pem.clone(),
-        keystore_pem: settings.keystore_pem.clone(),
+        truststore: settings.truststore.clone(),
+        keystore: settings.keystore.clone(),
     };
     match client::HttpRegistry::new(config) {
         Ok(c) => std::sync::Arc::new(c),

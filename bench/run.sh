@@ -4,12 +4,14 @@
 #   bench/run.sh jdbc       Kafka -> PostgreSQL upsert vs COPY and a Python loop
 #   bench/run.sh transform  the WASM transform boundary
 #   bench/run.sh converters the converters with schemas (JSON envelopes,
-#                           Avro, JSON Schema): ns and instructions per record
+#                           Avro, Protobuf, JSON Schema): ns and instructions
+#                           per record
 #   bench/run.sh languages  the reference transform in every language
 #   bench/run.sh guarantees each delivery guarantee by batch size, on the
 #                           embedded broker and on Apache Kafka
 #   bench/run.sh pipelines  whole pipelines against Python: throughput, CPU,
-#                           memory, latency, scaling, and on Apache Kafka
+#                           memory, latency, scaling, typed values, and on
+#                           Apache Kafka
 #                           (runtime/benches/pipelines.rs lists its
 #                           SLUICE_BENCH_* size and rate settings)
 #   bench/run.sh kafka-connect  side by side with Apache Kafka Connect 4.1.1:

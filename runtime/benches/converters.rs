@@ -1,8 +1,9 @@
 //! Per-record cost of the converters with schemas, reading (wire bytes to
 //! schema and sink-form payload) and writing (the reverse), against
 //! Kafka Connect's `JsonConverter` with `schemas.enable=true` in the same
-//! run: Confluent's `AvroConverter` and `JsonSchemaConverter` (without and
-//! with `json.fail.invalid.schema`), their schemas in the worker's
+//! run: Confluent's `AvroConverter`, `ProtobufConverter` and
+//! `JsonSchemaConverter` (without and with `json.fail.invalid.schema`),
+//! their schemas in the worker's
 //! registry (in memory, ids cached after the first record, as in a task).
 //!
 //!     cargo bench -p sluice-runtime --bench converters
@@ -30,9 +31,10 @@ const RECORDS_PER_ROUND: usize = 20_000;
 const FEW: usize = 200;
 const MANY: usize = 2_200;
 
-const CASES: [&str; 4] = [
+const CASES: [&str; 5] = [
     "JsonConverter",
     "AvroConverter",
+    "ProtobufConverter",
     "JsonSchemaConverter",
     "JsonSchemaConverter+validation",
 ];
@@ -79,7 +81,7 @@ fn converter(case: &str) -> SchemaConverter {
         object_additional_properties: true,
         enhanced_protobuf: false,
     };
-    use sluice_runtime::schema::{avro_converter, json_schema_converter};
+    use sluice_runtime::schema::{avro_converter, json_schema_converter, protobuf_converter};
     match case {
         "JsonConverter" => SchemaConverter::Json(EnvelopeConverter::new(JsonSchemas {
             decimal_format: DecimalFormat::Base64,
@@ -91,6 +93,13 @@ fn converter(case: &str) -> SchemaConverter {
             settings(RegistryFormat::Avro, false),
             false,
         )),
+        "ProtobufConverter" => {
+            SchemaConverter::Protobuf(protobuf_converter::ProtobufConverter::new(
+                registry,
+                settings(RegistryFormat::Protobuf, false),
+                false,
+            ))
+        }
         "JsonSchemaConverter" => {
             SchemaConverter::JsonSchema(json_schema_converter::JsonSchemaConverter::new(
                 registry,
@@ -203,6 +212,7 @@ fn main() {
     // this at length.
     if !std::env::args().any(|a| a == "--bench") {
         counted("AvroConverter", 10);
+        counted("ProtobufConverter", 10);
         counted("JsonSchemaConverter+validation", 10);
         return;
     }

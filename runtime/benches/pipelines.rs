@@ -17,7 +17,11 @@
 //! 6. scaling: tasks, and records per run;
 //! 7. the sink's latency while hundreds of clients send bad passwords to
 //!    the REST API (part `authflood`), against the same worker with basic
-//!    authentication and no flood.
+//!    authentication and no flood;
+//! 8. pipeline 1 with typed values (part `typed`): the same orders in
+//!    `JsonConverter` envelopes and in Confluent's Avro, Protobuf and JSON
+//!    Schema wire formats, their schemas in the worker's built-in
+//!    registry, against the schemaless JSON run.
 //!
 //!     bench/run.sh pipelines       (starts PostgreSQL, Apache Kafka and the Python venv)
 //!
@@ -34,7 +38,7 @@
 //! - SLUICE_BENCH_PYTHON: a python with the baselines' packages (without
 //!   it the Python rows say "not run");
 //! - SLUICE_BENCH_PIPELINES: which parts, comma-separated
-//!   [pipeline1,pipeline2,latency,memory,kafka,scaling,authflood];
+//!   [pipeline1,pipeline2,latency,memory,kafka,scaling,authflood,typed];
 //! - SLUICE_BENCH_KAFKA_BOOTSTRAP: the real broker of part `kafka`
 //!   (`bench/run.sh` starts one; without it the part says "not run");
 //! - SLUICE_BENCH_PIPELINE_RECORDS [1000000], SLUICE_BENCH_PY_RECORDS [20000];
@@ -685,6 +689,241 @@ async fn pipeline1(bench: &mut Bench, n: usize, py_n: usize, batch: usize) -> Op
         );
     }
     python.map(|p| p.records_per_second())
+}
+
+/// The converters of part `typed`: a row's label, the class (`None`: the
+/// schemaless JSON baseline) and the Confluent format, if a registry one.
+const TYPED: [(&str, Option<&str>); 5] = [
+    ("JsonConverter, schemaless (baseline)", None),
+    (
+        "JsonConverter, schemas.enable",
+        Some("org.apache.kafka.connect.json.JsonConverter"),
+    ),
+    (
+        "AvroConverter",
+        Some("io.confluent.connect.avro.AvroConverter"),
+    ),
+    (
+        "ProtobufConverter",
+        Some("io.confluent.connect.protobuf.ProtobufConverter"),
+    ),
+    (
+        "JsonSchemaConverter",
+        Some("io.confluent.connect.json.JsonSchemaConverter"),
+    ),
+];
+
+/// The typed order: a decimal and a timestamp among plain fields.
+fn typed_order_schema() -> std::sync::Arc<sluice_sdk::Schema> {
+    use sluice_sdk::Schema;
+    std::sync::Arc::new(
+        Schema::structure([
+            ("order_id", Schema::int64()),
+            ("customer_id", Schema::string()),
+            ("amount", Schema::decimal(2)),
+            ("currency", Schema::string()),
+            ("status", Schema::string().optional()),
+            ("updated_at", Schema::timestamp()),
+        ])
+        .named("shop.Order"),
+    )
+}
+
+/// Order `i` in a sink's form of [`typed_order_schema`]: the values of
+/// [`order_json`], the time as a timestamp.
+fn typed_order(i: usize) -> Vec<u8> {
+    format!(
+        r#"{{"order_id":{i},"customer_id":"cust-{:05}","amount":{}.{:02},"currency":"EUR","status":"shipped","updated_at":{}}}"#,
+        i % 1000,
+        10 + i % 500,
+        i % 100,
+        1_767_225_600_000u64 + (i % 60) as u64 * 1000
+    )
+    .into_bytes()
+}
+
+/// The converter that writes a typed topic for `class`, against the
+/// registry at `registry_url` (a worker's `/schema-registry`).
+fn typed_writer(class: &str, registry_url: &str) -> sluice_runtime::schema::SchemaConverter {
+    use sluice_runtime::config::{
+        DecimalFormat, JsonSchemas, RegistryFormat, RegistrySettings, SubjectNameStrategy,
+    };
+    use sluice_runtime::schema::registry::client::{ClientConfig, HttpRegistry};
+    use sluice_runtime::schema::{
+        EnvelopeConverter, SchemaConverter, avro_converter, json_schema_converter,
+        protobuf_converter,
+    };
+    let format = match class {
+        "org.apache.kafka.connect.json.JsonConverter" => {
+            return SchemaConverter::Json(EnvelopeConverter::new(JsonSchemas {
+                decimal_format: DecimalFormat::Base64,
+                replace_null_with_default: true,
+                cache_size: 1000,
+            }));
+        }
+        "io.confluent.connect.avro.AvroConverter" => RegistryFormat::Avro,
+        "io.confluent.connect.protobuf.ProtobufConverter" => RegistryFormat::Protobuf,
+        _ => RegistryFormat::JsonSchema,
+    };
+    let registry = std::sync::Arc::new(
+        HttpRegistry::new(ClientConfig {
+            urls: vec![registry_url.to_string()],
+            basic_auth: None,
+            truststore: None,
+            keystore: None,
+        })
+        .expect("a registry client"),
+    );
+    let settings = RegistrySettings {
+        format,
+        registry_urls: vec![registry_url.to_string()],
+        basic_auth: None,
+        truststore: None,
+        keystore: None,
+        auto_register_schemas: true,
+        use_latest_version: false,
+        subject_name_strategy: SubjectNameStrategy::TopicName,
+        fail_invalid_schema: false,
+        object_additional_properties: true,
+        enhanced_protobuf: false,
+    };
+    match format {
+        RegistryFormat::Avro => SchemaConverter::Avro(avro_converter::AvroConverter::new(
+            registry, settings, false,
+        )),
+        RegistryFormat::Protobuf => SchemaConverter::Protobuf(
+            protobuf_converter::ProtobufConverter::new(registry, settings, false),
+        ),
+        RegistryFormat::JsonSchema => SchemaConverter::JsonSchema(
+            json_schema_converter::JsonSchemaConverter::new(registry, settings, false),
+        ),
+    }
+}
+
+/// Part `typed`: pipeline 1 at exactly-once over `n` orders in each of
+/// [`TYPED`]'s formats, in one run; the typed topics are written by the
+/// converters themselves, registering their schemas with a worker's
+/// built-in registry (kept in `_sluice_schemas` on the bench's broker, so
+/// the measured workers read the same ids).
+async fn typed(bench: &mut Bench, n: usize, batch: usize) {
+    let url = bench
+        .postgres
+        .clone()
+        .expect("SLUICE_BENCH_POSTGRES_URL: run through bench/run.sh, which starts PostgreSQL");
+    pg_exec(
+        &url,
+        &sluice_connector_jdbc::Dialect::Postgres.create_offsets_table("sluice_offsets"),
+    )
+    .await;
+    if let BenchBroker::Embedded(_) = bench.broker {
+        // The embedded broker creates no topic on request.
+        bench.broker.create_topic("_sluice_schemas", 1).await;
+    }
+    let schema = typed_order_schema();
+    let mut inputs = Vec::new();
+    {
+        let registry_worker = bench.worker().await;
+        let registry_url = format!("{}/schema-registry", registry_worker.rest());
+        for (label, class) in TYPED {
+            let Some(class) = class else {
+                inputs.push(bench.orders(n, partitions_for(n)).await);
+                continue;
+            };
+            let writer = typed_writer(class, &registry_url);
+            // Sized by the format's records: an envelope carries its schema.
+            let prefix = format!("typed-{}", label.split(',').next().unwrap_or(label));
+            let probe_topic = format!("{prefix}-probe");
+            let one = writer
+                .write_bytes(&probe_topic, Some(&schema), Some(&typed_order(0)))
+                .await
+                .expect("a typed order")
+                .expect("a value");
+            let partitions =
+                ((n as u64 * (one.len() as u64 + 150)).div_ceil(4 << 20) as i32).max(16);
+            let topic = bench
+                .create_topic(&prefix.to_ascii_lowercase(), partitions)
+                .await;
+            eprintln!(
+                "typed: producing {n} orders with {label} ({} bytes each) into {}...",
+                one.len(),
+                topic.name
+            );
+            let producer = order_producer(&bench.bootstrap, "20");
+            let mut pending = Vec::with_capacity(10_000);
+            for i in 0..n {
+                let value = writer
+                    .write_bytes(&topic.name, Some(&schema), Some(&typed_order(i)))
+                    .await
+                    .expect("a typed order")
+                    .expect("a value");
+                let key = i.to_string();
+                let record = rdkafka::producer::FutureRecord::to(&topic.name)
+                    .key(&key)
+                    .payload(&value)
+                    .partition((i % partitions as usize) as i32);
+                pending.push(
+                    producer
+                        .send_result(record)
+                        .map_err(|(e, _)| e)
+                        .expect("the producer queue has room"),
+                );
+                if pending.len() == 10_000 {
+                    for d in pending.drain(..) {
+                        await_delivery(d).await;
+                    }
+                }
+            }
+            for d in pending {
+                await_delivery(d).await;
+            }
+            inputs.push(topic);
+        }
+    }
+    let mut runs = Vec::new();
+    for ((label, class), input) in TYPED.iter().zip(&inputs) {
+        let table = bench.unique("typed").replace('-', "_");
+        pg_exec(
+            &url,
+            &format!("DROP TABLE IF EXISTS {table}; DELETE FROM sluice_offsets"),
+        )
+        .await;
+        eprintln!("typed: pipeline 1, exactly-once, {label}, {n} records...");
+        let mut config = bench.sink_config(&url, input, &table, "exactly-once", Some(batch));
+        if let Some(class) = class {
+            config["value.converter"] = (*class).into();
+            if class.ends_with("JsonConverter") {
+                config["value.converter.schemas.enable"] = "true".into();
+            }
+        }
+        let m = bench
+            .run_sluice(
+                vec![config],
+                n,
+                Delivered::Table {
+                    url: &url,
+                    table: &table,
+                },
+            )
+            .await;
+        pg_exec(&url, &format!("DROP TABLE IF EXISTS {table}")).await;
+        runs.push((label, m));
+    }
+    println!("\n### Pipeline 1 with typed values\n");
+    println!(
+        "{n} order records per format, embedded broker, one task, exactly-once, `batch.max.records` {batch}, the reference WASM transform; typed orders carry a `Decimal` amount and a `Timestamp` (the sink creates NUMERIC and TIMESTAMPTZ columns), their schemas in the worker's built-in registry; ratios to the schemaless JSON run\n"
+    );
+    println!(
+        "| value converter | records/s | CPU s per 1M records | peak RSS MiB | records/s vs schemaless | CPU/record vs schemaless | peak RSS vs schemaless |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|");
+    let baseline = &runs[0].1;
+    for (label, m) in &runs {
+        println!(
+            "| {label} | {} | {} |",
+            m.cells(),
+            m.ratio_cells(Some(baseline))
+        );
+    }
 }
 
 /// Pipeline 2 and its baselines; returns the Python rate.
@@ -1412,7 +1651,7 @@ fn main() {
     if std::env::args().any(|a| a == "--list") {
         return; // `cargo test --benches` asks for a listing
     }
-    const PARTS: [&str; 7] = [
+    const PARTS: [&str; 8] = [
         "pipeline1",
         "pipeline2",
         "latency",
@@ -1420,6 +1659,7 @@ fn main() {
         "kafka",
         "scaling",
         "authflood",
+        "typed",
     ];
     let parts = env_list("SLUICE_BENCH_PIPELINES", &PARTS.join(","));
     if let Some(unknown) = parts.iter().find(|p| !PARTS.contains(&p.as_str())) {
@@ -1478,6 +1718,9 @@ fn main() {
                     "\n### On Apache Kafka\n\nNOT RUN: set SLUICE_BENCH_KAFKA_BOOTSTRAP (bench/run.sh starts a broker with scripts/kafka.sh)"
                 ),
             }
+        }
+        if wants("typed") {
+            typed(&mut bench, n, sink_batch).await;
         }
         if wants("authflood") {
             auth_flood(

@@ -8,7 +8,7 @@
 //! the id of each (subject, schema) written.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use apache_avro::Schema as Avro;
 use sluice_sdk::{ConnectError, Schema};
@@ -17,6 +17,7 @@ use super::avro;
 use super::json;
 use super::payload::{self, Form, Path, Settings};
 use super::registry::{Registry, SchemaType};
+use super::wire::{Prepared, WriterKey};
 use super::{WithSchema, class, data};
 use crate::config::RegistrySettings;
 
@@ -40,12 +41,9 @@ pub struct AvroConverter {
     registry: Arc<dyn Registry>,
     settings: RegistrySettings,
     is_key: bool,
-    readers: Mutex<HashMap<u32, Arc<ReaderSchema>>>,
-    writers: Mutex<HashMap<WriterKey, Arc<WriterSchema>>>,
+    readers: Prepared<u32, ReaderSchema>,
+    writers: Prepared<WriterKey, WriterSchema>,
 }
-
-/// A subject and the Connect schema written under it.
-type WriterKey = (String, Arc<Schema>);
 
 impl AvroConverter {
     pub fn new(registry: Arc<dyn Registry>, settings: RegistrySettings, is_key: bool) -> Self {
@@ -53,8 +51,8 @@ impl AvroConverter {
             registry,
             settings,
             is_key,
-            readers: Mutex::new(HashMap::new()),
-            writers: Mutex::new(HashMap::new()),
+            readers: Prepared::default(),
+            writers: Prepared::default(),
         }
     }
 
@@ -63,31 +61,28 @@ impl AvroConverter {
     }
 
     async fn reader(&self, id: u32) -> Result<Arc<ReaderSchema>, ConnectError> {
-        if let Some(r) = self.readers.lock().expect("avro readers").get(&id) {
-            return Ok(r.clone());
-        }
-        let text = super::registry::schema_of_type(&*self.registry, id, SchemaType::Avro).await?;
-        let avro = Avro::parse_str(&text).map_err(|e| {
-            data(
-                class::INVALID_SCHEMA,
-                format!("the schema with id {id} is not valid Avro: {e}"),
-            )
-        })?;
-        let connect = avro::to_connect(&text).map_err(|e| {
-            data(
-                class::INVALID_SCHEMA,
-                format!("the schema with id {id} has no Connect form: {e}"),
-            )
-        })?;
-        let reader = Arc::new(ReaderSchema {
-            avro,
-            connect: Arc::new(connect),
-        });
         self.readers
-            .lock()
-            .expect("avro readers")
-            .insert(id, reader.clone());
-        Ok(reader)
+            .get_or_build(id, async {
+                let text =
+                    super::registry::schema_of_type(&*self.registry, id, SchemaType::Avro).await?;
+                let avro = Avro::parse_str(&text).map_err(|e| {
+                    data(
+                        class::INVALID_SCHEMA,
+                        format!("the schema with id {id} is not valid Avro: {e}"),
+                    )
+                })?;
+                let connect = avro::to_connect(&text).map_err(|e| {
+                    data(
+                        class::INVALID_SCHEMA,
+                        format!("the schema with id {id} has no Connect form: {e}"),
+                    )
+                })?;
+                Ok(ReaderSchema {
+                    avro,
+                    connect: Arc::new(connect),
+                })
+            })
+            .await
     }
 
     /// Reads a key or value as Kafka holds it: its schema and its payload
@@ -149,30 +144,26 @@ impl AvroConverter {
         schema: &Arc<Schema>,
     ) -> Result<Arc<WriterSchema>, ConnectError> {
         let key = (subject.to_string(), schema.clone());
-        if let Some(w) = self.writers.lock().expect("avro writers").get(&key) {
-            return Ok(w.clone());
-        }
-        let (id, text) = super::wire::writer_schema(
-            &*self.registry,
-            &self.settings,
-            subject,
-            SchemaType::Avro,
-            || avro::from_connect(schema).to_string(),
-        )
-        .await?;
-        let avro = Avro::parse_str(&text).map_err(|e| {
-            data(
-                class::INVALID_SCHEMA,
-                format!("the schema of `{subject}` (id {id}) is not valid Avro: {e}"),
-            )
-        })?;
-        let named = avro::named_types(&avro);
-        let writer = Arc::new(WriterSchema { id, avro, named });
         self.writers
-            .lock()
-            .expect("avro writers")
-            .insert(key, writer.clone());
-        Ok(writer)
+            .get_or_build(key, async {
+                let (id, text) = super::wire::writer_schema(
+                    &*self.registry,
+                    &self.settings,
+                    subject,
+                    SchemaType::Avro,
+                    || avro::from_connect(schema).to_string(),
+                )
+                .await?;
+                let avro = Avro::parse_str(&text).map_err(|e| {
+                    data(
+                        class::INVALID_SCHEMA,
+                        format!("the schema of `{subject}` (id {id}) is not valid Avro: {e}"),
+                    )
+                })?;
+                let named = avro::named_types(&avro);
+                Ok(WriterSchema { id, avro, named })
+            })
+            .await
     }
 
     /// A payload (in a sink's form) with its schema, in the wire format.

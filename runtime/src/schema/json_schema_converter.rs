@@ -11,8 +11,7 @@
 //! A schema id is looked up once and cached; so is the id of each
 //! (subject, schema) written.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use sluice_sdk::{ConnectError, Schema};
 
@@ -20,6 +19,7 @@ use super::json::{self, Json};
 use super::json_schema::{self, Compiled, Entries};
 use super::payload::{self, Form, Path, Settings};
 use super::registry::{Registry, SchemaType};
+use super::wire::{Prepared, WriterKey};
 use super::{WithSchema, class, data};
 use crate::config::RegistrySettings;
 
@@ -40,12 +40,9 @@ pub struct JsonSchemaConverter {
     registry: Arc<dyn Registry>,
     settings: RegistrySettings,
     is_key: bool,
-    readers: Mutex<HashMap<u32, Arc<Known>>>,
-    writers: Mutex<HashMap<WriterKey, Arc<Known>>>,
+    readers: Prepared<u32, Known>,
+    writers: Prepared<WriterKey, Known>,
 }
-
-/// A subject and the Connect schema written under it.
-type WriterKey = (String, Arc<Schema>);
 
 impl JsonSchemaConverter {
     pub fn new(registry: Arc<dyn Registry>, settings: RegistrySettings, is_key: bool) -> Self {
@@ -53,8 +50,8 @@ impl JsonSchemaConverter {
             registry,
             settings,
             is_key,
-            readers: Mutex::new(HashMap::new()),
-            writers: Mutex::new(HashMap::new()),
+            readers: Prepared::default(),
+            writers: Prepared::default(),
         }
     }
 
@@ -80,16 +77,13 @@ impl JsonSchemaConverter {
     }
 
     async fn reader(&self, id: u32) -> Result<Arc<Known>, ConnectError> {
-        if let Some(r) = self.readers.lock().expect("json schema readers").get(&id) {
-            return Ok(r.clone());
-        }
-        let text = super::registry::schema_of_type(&*self.registry, id, SchemaType::Json).await?;
-        let known = Arc::new(Self::known(id, &text, "the schema")?);
         self.readers
-            .lock()
-            .expect("json schema readers")
-            .insert(id, known.clone());
-        Ok(known)
+            .get_or_build(id, async {
+                let text =
+                    super::registry::schema_of_type(&*self.registry, id, SchemaType::Json).await?;
+                Self::known(id, &text, "the schema")
+            })
+            .await
     }
 
     /// Validates `text` against `known` when `json.fail.invalid.schema`
@@ -156,31 +150,30 @@ impl JsonSchemaConverter {
         schema: &Arc<Schema>,
     ) -> Result<Arc<Known>, ConnectError> {
         let key = (subject.to_string(), schema.clone());
-        if let Some(w) = self.writers.lock().expect("json schema writers").get(&key) {
-            return Ok(w.clone());
-        }
-        let (id, text) = super::wire::writer_schema(
-            &*self.registry,
-            &self.settings,
-            subject,
-            SchemaType::Json,
-            || {
-                json_schema::from_connect(schema, self.settings.object_additional_properties)
-                    .to_string()
-            },
-        )
-        .await?;
-        let mut known = Self::known(id, &text, &format!("the schema of `{subject}`"))?;
-        // Written as the record's own schema says (the registry's copy may
-        // be an equal one written by another tool).
-        known.connect = schema.clone();
-        known.entry_maps = json_schema::has_entry_maps(schema);
-        let known = Arc::new(known);
         self.writers
-            .lock()
-            .expect("json schema writers")
-            .insert(key, known.clone());
-        Ok(known)
+            .get_or_build(key, async {
+                let (id, text) = super::wire::writer_schema(
+                    &*self.registry,
+                    &self.settings,
+                    subject,
+                    SchemaType::Json,
+                    || {
+                        json_schema::from_connect(
+                            schema,
+                            self.settings.object_additional_properties,
+                        )
+                        .to_string()
+                    },
+                )
+                .await?;
+                let mut known = Self::known(id, &text, &format!("the schema of `{subject}`"))?;
+                // Written as the record's own schema says (the registry's
+                // copy may be an equal one written by another tool).
+                known.connect = schema.clone();
+                known.entry_maps = json_schema::has_entry_maps(schema);
+                Ok(known)
+            })
+            .await
     }
 
     /// A payload (in a sink's form) with its schema, in the wire format.

@@ -19,6 +19,7 @@ use super::json::{self, Json};
 use super::payload::{self, Form, Path, Settings};
 use super::protobuf::{self, compile};
 use super::registry::{Registry, SchemaType};
+use super::wire::{Prepared, WriterKey};
 use super::{WithSchema, class, data};
 use crate::config::RegistrySettings;
 
@@ -35,9 +36,6 @@ struct Reader {
 /// A message of a schema and its Connect schema.
 type Message = (MessageDescriptor, Arc<Schema>);
 
-/// A subject and the Connect schema written under it.
-type WriterKey = (String, Arc<Schema>);
-
 /// How records of one Connect schema are written under one subject.
 struct Writer {
     id: u32,
@@ -49,8 +47,8 @@ pub struct ProtobufConverter {
     registry: Arc<dyn Registry>,
     settings: RegistrySettings,
     is_key: bool,
-    readers: Mutex<HashMap<u32, Arc<Reader>>>,
-    writers: Mutex<HashMap<WriterKey, Arc<Writer>>>,
+    readers: Prepared<u32, Reader>,
+    writers: Prepared<WriterKey, Writer>,
 }
 
 fn invalid(id: u32, e: String) -> ConnectError {
@@ -66,27 +64,23 @@ impl ProtobufConverter {
             registry,
             settings,
             is_key,
-            readers: Mutex::new(HashMap::new()),
-            writers: Mutex::new(HashMap::new()),
+            readers: Prepared::default(),
+            writers: Prepared::default(),
         }
     }
 
     async fn reader(&self, id: u32) -> Result<Arc<Reader>, ConnectError> {
-        if let Some(r) = self.readers.lock().expect("protobuf readers").get(&id) {
-            return Ok(r.clone());
-        }
-        let text =
-            super::registry::schema_of_type(&*self.registry, id, SchemaType::Protobuf).await?;
-        let compiled = compile::compile(&text).map_err(|e| invalid(id, e))?;
-        let reader = Arc::new(Reader {
-            compiled,
-            messages: Mutex::new(HashMap::new()),
-        });
         self.readers
-            .lock()
-            .expect("protobuf readers")
-            .insert(id, reader.clone());
-        Ok(reader)
+            .get_or_build(id, async {
+                let text =
+                    super::registry::schema_of_type(&*self.registry, id, SchemaType::Protobuf)
+                        .await?;
+                Ok(Reader {
+                    compiled: compile::compile(&text).map_err(|e| invalid(id, e))?,
+                    messages: Mutex::new(HashMap::new()),
+                })
+            })
+            .await
     }
 
     /// Reads a key or value as Kafka holds it: its schema and its payload
@@ -159,49 +153,45 @@ impl ProtobufConverter {
         schema: &Arc<Schema>,
     ) -> Result<Arc<Writer>, ConnectError> {
         let key = (subject.to_string(), schema.clone());
-        if let Some(w) = self.writers.lock().expect("protobuf writers").get(&key) {
-            return Ok(w.clone());
-        }
-        let (text, mut indexes) = protobuf::from_connect(schema).map_err(|e| {
-            data(
-                class::INVALID_SCHEMA,
-                format!("the schema of `{subject}` has no Protobuf form: {e}"),
-            )
-        })?;
-        let (id, registered) = super::wire::writer_schema(
-            &*self.registry,
-            &self.settings,
-            subject,
-            SchemaType::Protobuf,
-            || text.clone(),
-        )
-        .await?;
-        let compiled = compile::compile(&registered).map_err(|e| invalid(id, e))?;
-        if registered != text {
-            // `use.latest.version`: the record's message is the one of the
-            // subject's latest schema that has the struct's name (else its
-            // first message).
-            let short = schema
-                .name
-                .as_deref()
-                .map(|n| n.rsplit('.').next().unwrap_or(n));
-            indexes = compiled
-                .file
-                .messages()
-                .position(|m| Some(m.name()) == short)
-                .map_or(vec![0], |i| vec![i as i32]);
-        }
-        let message = compiled.message_at(&indexes).map_err(|e| invalid(id, e))?;
-        let writer = Arc::new(Writer {
-            id,
-            indexes,
-            message,
-        });
         self.writers
-            .lock()
-            .expect("protobuf writers")
-            .insert(key, writer.clone());
-        Ok(writer)
+            .get_or_build(key, async {
+                let (text, mut indexes) = protobuf::from_connect(schema).map_err(|e| {
+                    data(
+                        class::INVALID_SCHEMA,
+                        format!("the schema of `{subject}` has no Protobuf form: {e}"),
+                    )
+                })?;
+                let (id, registered) = super::wire::writer_schema(
+                    &*self.registry,
+                    &self.settings,
+                    subject,
+                    SchemaType::Protobuf,
+                    || text.clone(),
+                )
+                .await?;
+                let compiled = compile::compile(&registered).map_err(|e| invalid(id, e))?;
+                if registered != text {
+                    // `use.latest.version`: the record's message is the one
+                    // of the subject's latest schema that has the struct's
+                    // name (else its first message).
+                    let short = schema
+                        .name
+                        .as_deref()
+                        .map(|n| n.rsplit('.').next().unwrap_or(n));
+                    indexes = compiled
+                        .file
+                        .messages()
+                        .position(|m| Some(m.name()) == short)
+                        .map_or(vec![0], |i| vec![i as i32]);
+                }
+                let message = compiled.message_at(&indexes).map_err(|e| invalid(id, e))?;
+                Ok(Writer {
+                    id,
+                    indexes,
+                    message,
+                })
+            })
+            .await
     }
 
     /// A payload (in a sink's form) with its schema, in the wire format.

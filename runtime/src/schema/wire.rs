@@ -2,13 +2,48 @@
 //! 0, the schema's id as 4 big-endian bytes, the encoded value) and how a
 //! writer finds the id of the schema it writes with.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::sync::{Arc, Mutex};
 
 use sluice_sdk::{ConnectError, Schema};
 
 use super::registry::{Registry, SchemaType};
 use super::{class, data};
 use crate::config::RegistrySettings;
+
+/// What a registry converter has prepared from its registry's schemas:
+/// readers by schema id, writers by [`WriterKey`]. Each is built once (a
+/// round trip to the registry and a parse) and then shared.
+pub struct Prepared<K, V>(Mutex<HashMap<K, Arc<V>>>);
+
+/// A subject and the Connect schema written under it.
+pub type WriterKey = (String, Arc<Schema>);
+
+impl<K, V> Default for Prepared<K, V> {
+    fn default() -> Self {
+        Prepared(Mutex::new(HashMap::new()))
+    }
+}
+
+impl<K: Eq + Hash, V> Prepared<K, V> {
+    /// The value for `key`, built by `build` the first time. The lock is
+    /// not held while building (it may ask the registry).
+    pub async fn get_or_build<F>(&self, key: K, build: F) -> Result<Arc<V>, ConnectError>
+    where
+        F: Future<Output = Result<V, ConnectError>>,
+    {
+        if let Some(v) = self.0.lock().expect("prepared schemas").get(&key) {
+            return Ok(v.clone());
+        }
+        let v = Arc::new(build.await?);
+        self.0
+            .lock()
+            .expect("prepared schemas")
+            .insert(key, v.clone());
+        Ok(v)
+    }
+}
 
 /// Confluent's wire format starts with this byte.
 const MAGIC: u8 = 0;

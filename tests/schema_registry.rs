@@ -95,18 +95,64 @@ async fn status(registry: &str, name: &str) -> String {
     }
 }
 
-/// The latest version of `subject` as the registry answers it, and its
-/// schema parsed.
-async fn latest_schema(registry: &str, subject: &str) -> (Value, Value) {
-    let latest: Value = reqwest::get(format!("{registry}/subjects/{subject}/versions/latest"))
+/// The latest version of `subject` as the registry answers it.
+async fn latest_version(registry: &str, subject: &str) -> Value {
+    reqwest::get(format!("{registry}/subjects/{subject}/versions/latest"))
         .await
         .unwrap()
         .json()
         .await
-        .unwrap();
+        .unwrap()
+}
+
+/// The latest version of `subject` as the registry answers it, and its
+/// schema parsed (a JSON schema: Avro or JSON Schema).
+async fn latest_schema(registry: &str, subject: &str) -> (Value, Value) {
+    let latest = latest_version(registry, subject).await;
     let schema = serde_json::from_str(latest["schema"].as_str().unwrap_or_default())
         .unwrap_or_else(|e| panic!("the latest schema of {subject} is not JSON ({e}): {latest}"));
     (latest, schema)
+}
+
+/// The first `n` records of a dead-letter queue: for each, the failing
+/// class, the error's class and its message, from the context headers.
+async fn dead_letter_reasons(
+    bootstrap: &str,
+    dlq: &str,
+    n: usize,
+) -> Vec<(String, String, String)> {
+    fixtures::topic_records(bootstrap, dlq, n, "the bad records dead-lettered")
+        .await
+        .iter()
+        .map(|m| {
+            let header = |k: &str| fixtures::header(m, k).unwrap_or_default();
+            (
+                header("__connect.errors.class.name"),
+                header("x-dead-letter-error-class"),
+                header("__connect.errors.exception.message"),
+            )
+        })
+        .collect()
+}
+
+/// The worker's REST API over mutual TLS (`tls.server`) on a port of its
+/// own: the registry's URL, and the token that stops it.
+async fn serve_mutual_tls(
+    env: &InProcess,
+    tls: &MutualTls,
+) -> (String, tokio_util::sync::CancellationToken) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let acceptor = sluice_runtime::tls::acceptor(&tls.server).unwrap();
+    let app = sluice_runtime::rest::router(env.herder.clone());
+    let stop = tokio_util::sync::CancellationToken::new();
+    tokio::spawn(sluice_runtime::tls::serve(
+        listener,
+        acceptor,
+        app,
+        stop.clone(),
+    ));
+    (format!("https://localhost:{port}/schema-registry"), stop)
 }
 
 /// The worker's REST API on a port of its own; the registry's URL.
@@ -593,24 +639,7 @@ async fn confluents_json_schema_serializer_feeds_a_jdbc_sink() {
             vec!["tags", "jsonb", "NO"],
         ]
     );
-    let dead = fixtures::topic_records(
-        &bootstrap,
-        "json-orders-dlq",
-        2,
-        "both bad records dead-lettered",
-    )
-    .await;
-    let classes: Vec<(String, String, String)> = dead
-        .iter()
-        .map(|m| {
-            let header = |k: &str| fixtures::header(m, k).unwrap_or_default();
-            (
-                header("__connect.errors.class.name"),
-                header("x-dead-letter-error-class"),
-                header("__connect.errors.exception.message"),
-            )
-        })
-        .collect();
+    let classes = dead_letter_reasons(&bootstrap, "json-orders-dlq", 2).await;
     assert_eq!(classes.len(), 2, "{classes:?}");
     assert_eq!(
         classes[0].0,
@@ -913,18 +942,7 @@ async fn java_key_stores_reach_a_registry_that_requires_client_certificates() {
         ],
     );
     let env = InProcess::start();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let acceptor = sluice_runtime::tls::acceptor(&tls.server).unwrap();
-    let app = sluice_runtime::rest::router(env.herder.clone());
-    let stop = tokio_util::sync::CancellationToken::new();
-    tokio::spawn(sluice_runtime::tls::serve(
-        listener,
-        acceptor,
-        app,
-        stop.clone(),
-    ));
-    let url = format!("https://localhost:{port}/schema-registry");
+    let (url, stop) = serve_mutual_tls(&env, &tls).await;
     let store = |file: &str, store_type, password: &str, key_password: Option<&str>| Store {
         location: path(file),
         store_type,
@@ -1025,18 +1043,7 @@ async fn a_registry_that_requires_client_certificates() {
     let dir = tempfile::tempdir().unwrap();
     let tls = mutual_tls(dir.path());
     let env = InProcess::start();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let acceptor = sluice_runtime::tls::acceptor(&tls.server).unwrap();
-    let app = sluice_runtime::rest::router(env.herder.clone());
-    let stop = tokio_util::sync::CancellationToken::new();
-    tokio::spawn(sluice_runtime::tls::serve(
-        listener,
-        acceptor,
-        app,
-        stop.clone(),
-    ));
-    let url = format!("https://localhost:{port}/schema-registry");
+    let (url, stop) = serve_mutual_tls(&env, &tls).await;
     let client = |keystore: Option<&Path>| {
         HttpRegistry::new(ClientConfig {
             urls: vec![url.clone()],
@@ -1226,24 +1233,7 @@ async fn confluents_protobuf_serializer_feeds_a_jdbc_sink() {
             vec!["units", "bigint"],
         ]
     );
-    let dead = fixtures::topic_records(
-        &bootstrap,
-        "proto-orders-dlq",
-        2,
-        "both bad records dead-lettered",
-    )
-    .await;
-    let classes: Vec<(String, String, String)> = dead
-        .iter()
-        .map(|m| {
-            let header = |k: &str| fixtures::header(m, k).unwrap_or_default();
-            (
-                header("__connect.errors.class.name"),
-                header("x-dead-letter-error-class"),
-                header("__connect.errors.exception.message"),
-            )
-        })
-        .collect();
+    let classes = dead_letter_reasons(&bootstrap, "proto-orders-dlq", 2).await;
     assert_eq!(classes.len(), 2, "{classes:?}");
     assert_eq!(
         classes[0].0,
@@ -1255,14 +1245,7 @@ async fn confluents_protobuf_serializer_feeds_a_jdbc_sink() {
         "names the message: {classes:?}"
     );
     assert_eq!(classes[1].1, "UnknownMagicByte", "{classes:?}");
-    let latest: Value = reqwest::get(format!(
-        "{registry}/subjects/proto-orders-value/versions/latest"
-    ))
-    .await
-    .unwrap()
-    .json()
-    .await
-    .unwrap();
+    let latest = latest_version(&registry, "proto-orders-value").await;
     assert_eq!(latest["schemaType"], "PROTOBUF", "{latest}");
     fixtures::db_exec(&url, &format!(r#"DROP TABLE IF EXISTS "{table}""#)).await;
 }
@@ -1297,14 +1280,7 @@ async fn confluents_protobuf_deserializer_reads_what_a_source_wrote() {
         assert!(v["value"]["amount"].is_number(), "{v}");
         assert!(v["value"]["customer_id"].is_string(), "{v}");
     }
-    let latest: Value = reqwest::get(format!(
-        "{registry}/subjects/proto-datagen-value/versions/latest"
-    ))
-    .await
-    .unwrap()
-    .json()
-    .await
-    .unwrap();
+    let latest = latest_version(&registry, "proto-datagen-value").await;
     let text = latest["schema"].as_str().unwrap();
     assert!(text.starts_with("syntax = \"proto3\";"), "{text}");
     assert!(text.contains("  int64 order_id = 1;\n"), "{text}");
@@ -1395,14 +1371,7 @@ async fn a_transform_between_protobuf_topics_writes_a_followed_schema() {
         assert_eq!(v["value"]["processed_by"], "sluice", "{v}");
         assert_eq!(v["value"]["units"], 4_000_000_000u64 + n as u64, "{v}");
     }
-    let latest: Value = reqwest::get(format!(
-        "{registry}/subjects/proto-in.out-value/versions/latest"
-    ))
-    .await
-    .unwrap()
-    .json()
-    .await
-    .unwrap();
+    let latest = latest_version(&registry, "proto-in.out-value").await;
     let text = latest["schema"].as_str().unwrap();
     assert!(text.contains("  int64 id = 1;\n"), "{text}");
     assert!(text.contains("  uint32 units = 9;\n"), "{text}");

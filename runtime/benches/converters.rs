@@ -18,9 +18,7 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::Instant;
 
-use sluice_runtime::config::{
-    DecimalFormat, JsonSchemas, RegistryFormat, RegistrySettings, SubjectNameStrategy,
-};
+use sluice_runtime::config::{DecimalFormat, JsonSchemas, RegistryFormat, RegistrySettings};
 use sluice_runtime::schema::registry::builtin::BuiltinRegistry;
 use sluice_runtime::schema::{EnvelopeConverter, SchemaConverter};
 use sluice_sdk::Schema;
@@ -69,17 +67,8 @@ fn order_payload(i: usize) -> Vec<u8> {
 fn converter(case: &str) -> SchemaConverter {
     let registry = Arc::new(BuiltinRegistry::new(None).expect("in-memory registry"));
     let settings = |format, fail_invalid_schema| RegistrySettings {
-        format,
-        registry_urls: vec![],
-        basic_auth: None,
-        truststore: None,
-        keystore: None,
-        auto_register_schemas: true,
-        use_latest_version: false,
-        subject_name_strategy: SubjectNameStrategy::TopicName,
         fail_invalid_schema,
-        object_additional_properties: true,
-        enhanced_protobuf: false,
+        ..RegistrySettings::defaults(format)
     };
     use sluice_runtime::schema::{avro_converter, json_schema_converter, protobuf_converter};
     match case {

@@ -745,9 +745,7 @@ fn typed_order(i: usize) -> Vec<u8> {
 /// The converter that writes a typed topic for `class`, against the
 /// registry at `registry_url` (a worker's `/schema-registry`).
 fn typed_writer(class: &str, registry_url: &str) -> sluice_runtime::schema::SchemaConverter {
-    use sluice_runtime::config::{
-        DecimalFormat, JsonSchemas, RegistryFormat, RegistrySettings, SubjectNameStrategy,
-    };
+    use sluice_runtime::config::{DecimalFormat, JsonSchemas, RegistryFormat, RegistrySettings};
     use sluice_runtime::schema::registry::client::{ClientConfig, HttpRegistry};
     use sluice_runtime::schema::{
         EnvelopeConverter, SchemaConverter, avro_converter, json_schema_converter,
@@ -775,17 +773,8 @@ fn typed_writer(class: &str, registry_url: &str) -> sluice_runtime::schema::Sche
         .expect("a registry client"),
     );
     let settings = RegistrySettings {
-        format,
         registry_urls: vec![registry_url.to_string()],
-        basic_auth: None,
-        truststore: None,
-        keystore: None,
-        auto_register_schemas: true,
-        use_latest_version: false,
-        subject_name_strategy: SubjectNameStrategy::TopicName,
-        fail_invalid_schema: false,
-        object_additional_properties: true,
-        enhanced_protobuf: false,
+        ..RegistrySettings::defaults(format)
     };
     match format {
         RegistryFormat::Avro => SchemaConverter::Avro(avro_converter::AvroConverter::new(

@@ -1033,6 +1033,24 @@ pub struct RegistrySettings {
 }
 
 impl RegistrySettings {
+    /// `format`'s converter with none of its keys set: the worker's own
+    /// registry and Confluent's defaults.
+    pub fn defaults(format: RegistryFormat) -> Self {
+        RegistrySettings {
+            format,
+            registry_urls: vec![],
+            basic_auth: None,
+            truststore: None,
+            keystore: None,
+            auto_register_schemas: true,
+            use_latest_version: false,
+            subject_name_strategy: SubjectNameStrategy::TopicName,
+            fail_invalid_schema: false,
+            object_additional_properties: true,
+            enhanced_protobuf: false,
+        }
+    }
+
     /// The keys every registry converter reads; any other is refused,
     /// naming these.
     const KEYS: [&str; 15] = [

@@ -223,7 +223,7 @@ impl JsonSchemaConverter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{RegistryFormat, SubjectNameStrategy};
+    use crate::config::RegistryFormat;
     use crate::schema::registry::builtin::BuiltinRegistry;
 
     fn converter(
@@ -233,17 +233,8 @@ mod tests {
         JsonSchemaConverter::new(
             registry.clone(),
             RegistrySettings {
-                format: RegistryFormat::JsonSchema,
-                registry_urls: vec![],
-                basic_auth: None,
-                truststore: None,
-                keystore: None,
-                auto_register_schemas: true,
-                use_latest_version: false,
-                subject_name_strategy: SubjectNameStrategy::TopicName,
                 fail_invalid_schema,
-                object_additional_properties: true,
-                enhanced_protobuf: false,
+                ..RegistrySettings::defaults(RegistryFormat::JsonSchema)
             },
             false,
         )

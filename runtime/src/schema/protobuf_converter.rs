@@ -239,7 +239,7 @@ impl ProtobufConverter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{RegistryFormat, SubjectNameStrategy};
+    use crate::config::RegistryFormat;
     use crate::schema::registry::builtin::BuiltinRegistry;
 
     fn converter(registry: &Arc<BuiltinRegistry>) -> ProtobufConverter {
@@ -250,17 +250,8 @@ mod tests {
         ProtobufConverter::new(
             registry.clone(),
             RegistrySettings {
-                format: RegistryFormat::Protobuf,
-                registry_urls: vec![],
-                basic_auth: None,
-                truststore: None,
-                keystore: None,
-                auto_register_schemas: true,
-                use_latest_version: false,
-                subject_name_strategy: SubjectNameStrategy::TopicName,
-                fail_invalid_schema: false,
-                object_additional_properties: true,
                 enhanced_protobuf: enhanced,
+                ..RegistrySettings::defaults(RegistryFormat::Protobuf)
             },
             false,
         )

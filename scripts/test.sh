@@ -13,6 +13,8 @@ scripts/setup.sh
 # frames. SLUICE_TEST_BACKTRACE=1 brings them back.
 export RUST_BACKTRACE="${SLUICE_TEST_BACKTRACE:-0}"
 eval "$(scripts/postgres.sh start)"
+# A second server: the target change data capture replicates into.
+eval "$(scripts/postgres.sh start target)"
 echo "test: PostgreSQL at $SLUICE_TEST_POSTGRES_URL" >&2
 # Apache Kafka from Maven (scripts/kafka.sh), fresh for each run. A machine
 # without Java (setup.sh installs it unless SLUICE_SETUP_KAFKA=0) is the only

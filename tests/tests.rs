@@ -8,6 +8,7 @@
 
 mod fixtures;
 
+mod cdc;
 mod compat_converter;
 mod compat_smt;
 mod config_errors;

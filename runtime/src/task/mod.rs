@@ -197,6 +197,11 @@ pub struct TaskEnv {
     pub leave_group: Arc<std::sync::atomic::AtomicBool>,
     /// The converters with `schemas.enable=true` (`Envelopes::new`).
     pub envelopes: Envelopes,
+    /// Partitions of a topic this task creates (`topic.creation.default.partitions`,
+    /// else the worker's default).
+    pub new_topic_partitions: i32,
+    /// Topics this task knows exist (it created or wrote them).
+    pub known_topics: std::collections::HashSet<String>,
 }
 
 impl TaskEnv {
@@ -239,6 +244,36 @@ impl TaskEnv {
                 active.insert(t.to_string());
             }
         }
+    }
+
+    /// Creates the topics of `records` that this task has not written yet
+    /// and that do not exist, as Kafka Connect does for sources whose topics
+    /// are known only from their records (a CDC source's tables). The
+    /// embedded broker has no automatic creation, and a real one may have
+    /// it off.
+    async fn ensure_topics<'a>(
+        &mut self,
+        topics: impl Iterator<Item = &'a str>,
+    ) -> Result<(), ConnectError> {
+        let new: Vec<String> = topics
+            .filter(|t| !self.known_topics.contains(*t))
+            .map(str::to_string)
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        if new.is_empty() {
+            return Ok(());
+        }
+        let replication = self.common.topic_replication_factor.unwrap_or(-1);
+        self.clients
+            .ensure_topics(&new, self.new_topic_partitions, replication)
+            .await
+            .map_err(|e| {
+                ConnectError::retriable(format!("creating topics {new:?}: {e:#}"))
+                    .with_class("TopicCreationFailed")
+            })?;
+        self.known_topics.extend(new);
+        Ok(())
     }
 
     fn observe_batch(&self, n: usize) {

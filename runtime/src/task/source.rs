@@ -172,6 +172,16 @@ async fn poll_batch(
             r.add_header(LATENCY_HEADER, Some(now.clone()));
         }
     }
+    let topics: Vec<String> = outputs.iter().map(|(_, r)| r.topic.clone()).collect();
+    let created: Result<_, ConnectError> = retry_infrastructure!(
+        errors,
+        Stage::KafkaProduce,
+        "creating the topics the source writes",
+        env.ensure_topics(topics.iter().map(String::as_str)).await
+    );
+    if created?.is_none() {
+        return Ok(Next::Stop);
+    }
     env.note_topics(outputs.iter().map(|(_, r)| r.topic.as_str()));
     Ok(Next::Batch(Polled {
         inputs,

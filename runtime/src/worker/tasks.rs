@@ -106,6 +106,8 @@ impl Worker {
             active_topics: shared.topics,
             leave_group: leave_group.clone(),
             envelopes: task::Envelopes::new(&v.common, &self.schema_registry),
+            new_topic_partitions: v.common.topic_partitions.unwrap_or(self.default_partitions),
+            known_topics: v.topics().into_iter().collect(),
         };
         let errors = ErrorHandler::new(
             v.common.errors.clone(),

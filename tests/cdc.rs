@@ -1,0 +1,311 @@
+//! `postgres-cdc` against a real PostgreSQL server with wal_level=logical
+//! (`scripts/postgres.sh`): snapshot, stream, Debezium's envelope, restarts
+//! that repeat and lose nothing, and the faults that must fail loudly.
+
+use std::time::Duration;
+
+use rdkafka::Message;
+use serde_json::{Value, json};
+
+use crate::fixtures::{self, InProcess, eventually};
+use crate::postgres::postgres_url;
+
+/// Runs SQL (several statements, as a script) on `url`.
+async fn db_exec(url: &str, sql: &str) {
+    use sqlx::Connection;
+    let mut conn = sqlx::PgConnection::connect(url).await.unwrap();
+    sqlx::raw_sql(sql)
+        .execute(&mut conn)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    conn.close().await.unwrap();
+}
+
+/// A database of the test's own on the test server, and its URL.
+async fn fresh_database(base: &str, name: &str) -> String {
+    db_exec(
+        base,
+        &format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"),
+    )
+    .await;
+    db_exec(base, &format!("CREATE DATABASE {name}")).await;
+    let (server, _) = base.rsplit_once('/').expect("a database URL");
+    format!("{server}/{name}")
+}
+
+/// Drops a slot left by an earlier run of the same test.
+async fn drop_slot_if_any(base: &str, slot: &str) {
+    db_exec(
+        base,
+        &format!(
+            "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = '{slot}' AND NOT active"
+        ),
+    )
+    .await;
+}
+
+fn connector(name: &str, url: &str, slot: &str, extra: Value) -> Value {
+    let rest = url.strip_prefix("postgres://").expect("postgres URL");
+    let (user, rest) = rest.split_once('@').expect("user@host");
+    let (hostport, db) = rest.split_once('/').expect("host/db");
+    let (host, port) = hostport.split_once(':').expect("host:port");
+    let mut config = json!({
+        "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+        "database.hostname": host,
+        "database.port": port,
+        "database.user": user,
+        "database.dbname": db,
+        "database.sslmode": "disable",
+        "topic.prefix": "shop",
+        "slot.name": slot,
+        "publication.name": format!("{slot}_pub"),
+        "table.include.list": "public.customers,public.orders",
+        "key.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "key.converter.schemas.enable": "true",
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "value.converter.schemas.enable": "true",
+        "poll.interval.ms": "100",
+        "status.update.interval.ms": "500",
+    });
+    for (k, v) in extra.as_object().expect("an object") {
+        config[k] = v.clone();
+    }
+    json!({"name": name, "config": config})
+}
+
+/// The events of a topic (tombstones as `Value::Null`), once it holds `n`.
+async fn events(env: &InProcess, topic: &str, n: usize) -> Vec<(Value, Value)> {
+    fixtures::topic_records(env.broker.bootstrap_servers(), topic, n, topic)
+        .await
+        .iter()
+        .map(|m| {
+            let key = m
+                .key()
+                .map(|k| serde_json::from_slice::<Value>(k).unwrap()["payload"].clone())
+                .unwrap_or(Value::Null);
+            let value = m
+                .payload()
+                .map(|v| serde_json::from_slice::<Value>(v).unwrap())
+                .unwrap_or(Value::Null);
+            (key, value)
+        })
+        .collect()
+}
+
+fn payload(v: &Value) -> &Value {
+    &v["payload"]
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn postgres_cdc_snapshots_then_streams_debezium_events() {
+    let Some(base) = postgres_url() else { return };
+    let slot = "sluice_cdc_stream";
+    drop_slot_if_any(&base, slot).await;
+    let url = fresh_database(&base, "cdc_stream").await;
+    db_exec(
+        &url,
+        "CREATE TABLE customers (id serial PRIMARY KEY, name text NOT NULL, balance numeric(10,2),
+           joined timestamptz, tags text[]);
+         CREATE TABLE orders (id bigint PRIMARY KEY, customer_id int NOT NULL, note text);
+         ALTER TABLE orders REPLICA IDENTITY FULL;
+         CREATE TABLE audit (id int PRIMARY KEY);
+         INSERT INTO customers (name, balance, joined, tags) VALUES
+           ('ann', 10.50, '2026-01-02 03:04:05.123456+00', '{a,b}'),
+           ('bob', -0.05, NULL, NULL);
+         INSERT INTO orders VALUES (100, 1, 'first'), (101, 2, NULL);
+         INSERT INTO audit VALUES (1);",
+    )
+    .await;
+
+    let env = InProcess::start();
+    env.create(connector("cdc", &url, slot, json!({}))).await;
+
+    // The snapshot: every row as a read, in one consistent view.
+    let customers = events(&env, "shop.public.customers", 2).await;
+    let orders = events(&env, "shop.public.orders", 2).await;
+    let ann = &customers[0].1;
+    assert_eq!(customers[0].0, json!({"id": 1}));
+    assert_eq!(payload(ann)["op"], "r");
+    assert_eq!(payload(ann)["before"], Value::Null);
+    assert_eq!(
+        payload(ann)["after"],
+        json!({"id": 1, "name": "ann", "balance": "BBo=", "joined": "2026-01-02T03:04:05.123456Z", "tags": ["a", "b"]})
+    );
+    let source = &payload(ann)["source"];
+    assert_eq!(source["connector"], "postgresql");
+    assert_eq!(source["name"], "shop");
+    assert_eq!(source["db"], "cdc_stream");
+    assert_eq!(source["schema"], "public");
+    assert_eq!(source["table"], "customers");
+    assert_eq!(source["snapshot"], "first");
+    assert!(source["lsn"].as_i64().unwrap() > 0);
+    // The schema is Debezium's: named envelope, row and source schemas,
+    // the decimal as Kafka Connect's Decimal with its precision.
+    let schema = &ann["schema"];
+    assert_eq!(schema["name"], "shop.public.customers.Envelope");
+    let after_schema = &schema["fields"][1];
+    assert_eq!(after_schema["name"], "shop.public.customers.Value");
+    assert_eq!(
+        after_schema["fields"][2],
+        json!({"type": "bytes", "optional": true, "name": "org.apache.kafka.connect.data.Decimal",
+               "version": 1, "parameters": {"scale": "2", "connect.decimal.precision": "10"}, "field": "balance"})
+    );
+    assert_eq!(
+        schema["fields"][2]["name"],
+        "io.debezium.connector.postgresql.Source"
+    );
+    let last_snapshot = payload(&orders[1].1)["source"]["snapshot"].clone();
+    assert!(
+        ["last", "last_in_data_collection"].contains(&last_snapshot.as_str().unwrap()),
+        "{last_snapshot}"
+    );
+    // audit is not captured.
+    assert!(fixtures::read_topic(env.broker.bootstrap_servers(), "shop.public.audit").is_empty());
+
+    // The stream: an insert, an update, a delete (with its tombstone), a
+    // transaction over both tables, a column added.
+    db_exec(
+        &url,
+        "INSERT INTO customers (name, balance) VALUES ('cy', 1.00);
+         UPDATE customers SET balance = 11.00 WHERE id = 1;
+         DELETE FROM orders WHERE id = 101;
+         BEGIN;
+           INSERT INTO orders VALUES (102, 3, 'two tables');
+           UPDATE customers SET name = 'cy2' WHERE id = 3;
+         COMMIT;
+         ALTER TABLE customers ADD COLUMN email text;
+         INSERT INTO customers (name, email) VALUES ('dee', 'd@x');
+         INSERT INTO audit VALUES (2);",
+    )
+    .await;
+    let customers = events(&env, "shop.public.customers", 6).await;
+    let ops: Vec<&str> = customers
+        .iter()
+        .map(|(_, v)| payload(v)["op"].as_str().unwrap())
+        .collect();
+    assert_eq!(ops, ["r", "r", "c", "u", "u", "c"]);
+    let update = payload(&customers[3].1);
+    assert_eq!(update["before"], Value::Null, "REPLICA IDENTITY DEFAULT");
+    assert_eq!(update["after"]["balance"], "BEw=");
+    assert_eq!(update["source"]["snapshot"], "false");
+    let dee = &customers[5].1;
+    assert_eq!(payload(dee)["after"]["email"], "d@x");
+    assert_eq!(
+        dee["schema"]["fields"][1]["fields"][5]["field"], "email",
+        "the added column is in the later event's schema"
+    );
+    // LSNs grow through the stream.
+    let lsns: Vec<i64> = customers[2..]
+        .iter()
+        .map(|(_, v)| payload(v)["source"]["lsn"].as_i64().unwrap())
+        .collect();
+    assert!(lsns.windows(2).all(|w| w[0] < w[1]), "{lsns:?}");
+
+    let orders = events(&env, "shop.public.orders", 5).await;
+    let delete = payload(&orders[2].1);
+    assert_eq!(orders[2].0, json!({"id": 101}));
+    assert_eq!(delete["op"], "d");
+    assert_eq!(
+        delete["before"],
+        json!({"id": 101, "customer_id": 2, "note": null}),
+        "REPLICA IDENTITY FULL: the whole old row"
+    );
+    assert_eq!(delete["after"], Value::Null);
+    assert_eq!(
+        orders[3],
+        (json!({"id": 101}), Value::Null),
+        "the tombstone"
+    );
+    let in_txn = payload(&orders[4].1);
+    assert_eq!(in_txn["op"], "c");
+    assert_eq!(
+        in_txn["source"]["txId"],
+        payload(&customers[4].1)["source"]["txId"],
+        "one transaction over two tables"
+    );
+
+    // A task restart resumes after the last event: nothing again, nothing
+    // missed.
+    env.worker.restart_task("cdc", 0).await.unwrap();
+    db_exec(&url, "INSERT INTO orders VALUES (103, 1, 'after restart');").await;
+    let orders = events(&env, "shop.public.orders", 6).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let all = fixtures::read_topic(env.broker.bootstrap_servers(), "shop.public.orders");
+    assert_eq!(all.len(), 6, "no event repeated after the restart");
+    assert_eq!(payload(&orders[5].1)["after"]["id"], 103);
+
+    // The slot follows what Kafka holds.
+    let last_lsn = lsns[lsns.len() - 1];
+    let confirmed = eventually(Duration::from_secs(30), "the slot to advance", || {
+        let base = base.clone();
+        async move {
+            let rows = fixtures::db_rows(
+                &base,
+                &format!(
+                    "SELECT (confirmed_flush_lsn - '0/0')::text FROM pg_replication_slots WHERE slot_name = '{slot}'"
+                ),
+            )
+            .await;
+            let confirmed: i64 = rows.first()?.first()?.parse().ok()?;
+            (confirmed >= last_lsn).then_some(confirmed)
+        }
+    })
+    .await;
+    assert!(confirmed > 0);
+    env.worker.delete_connector("cdc").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn postgres_cdc_refuses_a_server_without_logical_decoding_and_a_dropped_slot() {
+    let Some(base) = postgres_url() else { return };
+    let slot = "sluice_cdc_faults";
+    drop_slot_if_any(&base, slot).await;
+    let url = fresh_database(&base, "cdc_faults").await;
+    db_exec(
+        &url,
+        "CREATE TABLE customers (id int PRIMARY KEY, name text);
+         INSERT INTO customers VALUES (1, 'ann');",
+    )
+    .await;
+    let env = InProcess::start();
+    // A publication that lacks a captured table, and may not be changed.
+    db_exec(
+        &url,
+        &format!("CREATE PUBLICATION {slot}_pub FOR TABLE customers"),
+    )
+    .await;
+    db_exec(&url, "CREATE TABLE orders (id int PRIMARY KEY)").await;
+    env.create(connector(
+        "faults",
+        &url,
+        slot,
+        json!({"publication.autocreate.mode": "disabled"}),
+    ))
+    .await;
+    let trace = env.failed_trace("faults").await;
+    assert!(trace.contains("does not publish public.orders"), "{trace}");
+    env.worker.delete_connector("faults").await;
+
+    // Streaming, then the slot is dropped under it: the task fails and says
+    // what is lost, rather than starting over silently.
+    db_exec(
+        &url,
+        &format!("ALTER PUBLICATION {slot}_pub ADD TABLE orders"),
+    )
+    .await;
+    env.create(connector("faults2", &url, slot, json!({})))
+        .await;
+    events(&env, "shop.public.customers", 1).await;
+    db_exec(&url, "INSERT INTO customers VALUES (2, 'bob')").await;
+    events(&env, "shop.public.customers", 2).await;
+    env.worker.stop("faults2").await.unwrap();
+    drop_slot_if_any(&base, slot).await;
+    env.worker.resume("faults2").await.unwrap();
+    let trace = env.failed_trace("faults2").await;
+    assert!(
+        trace.contains(&format!("replication slot `{slot}` no longer exists"))
+            && trace.contains("are lost"),
+        "{trace}"
+    );
+    env.worker.delete_connector("faults2").await;
+}

@@ -309,3 +309,108 @@ async fn postgres_cdc_refuses_a_server_without_logical_decoding_and_a_dropped_sl
     );
     env.worker.delete_connector("faults2").await;
 }
+
+/// The second server (`scripts/postgres.sh start target`), loudly required.
+fn target_url() -> String {
+    std::env::var("SLUICE_TEST_POSTGRES_TARGET_URL").unwrap_or_else(|_| {
+        panic!(
+            "SLUICE_TEST_POSTGRES_TARGET_URL is not set: run the tests through scripts/test.sh, which starts the second PostgreSQL server"
+        )
+    })
+}
+
+/// Rows of `table` as text, ordered by `id` (none while it does not exist).
+async fn table_rows(url: &str, table: &str, columns: &str) -> Vec<Vec<String>> {
+    use sqlx::{Connection, Row};
+    let mut conn = sqlx::PgConnection::connect(url).await.unwrap();
+    let rows = sqlx::query(&format!("SELECT {columns} FROM {table} ORDER BY id"))
+        .fetch_all(&mut conn)
+        .await
+        .unwrap_or_default();
+    rows.iter()
+        .map(|r| {
+            (0..r.len())
+                .map(|i| {
+                    r.get::<Option<String>, _>(i)
+                        .unwrap_or_else(|| "NULL".into())
+                })
+                .collect()
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn postgres_cdc_replicates_tables_into_another_server_through_the_jdbc_sink() {
+    let Some(base) = postgres_url() else { return };
+    let target_base = target_url();
+    let slot = "sluice_cdc_replica";
+    drop_slot_if_any(&base, slot).await;
+    let url = fresh_database(&base, "cdc_replica_src").await;
+    let target = fresh_database(&target_base, "cdc_replica_dst").await;
+    db_exec(
+        &url,
+        "CREATE TABLE customers (id int PRIMARY KEY, name text NOT NULL, balance numeric(12,2));
+         CREATE TABLE orders (id bigint PRIMARY KEY, customer_id int NOT NULL, placed timestamp(3), note text);
+         INSERT INTO customers VALUES (1, 'ann', 10.50), (2, 'bob', 0.00);
+         INSERT INTO orders VALUES (10, 1, '2026-03-04 05:06:07.890', 'x');",
+    )
+    .await;
+    let env = InProcess::start();
+    env.create(connector("replica-src", &url, slot, json!({})))
+        .await;
+    events(&env, "shop.public.orders", 1).await;
+    env.create(json!({"name": "replica-sink", "config": {
+        "connector.class": "io.confluent.connect.jdbc.JdbcSinkConnector",
+        "connection.url": target,
+        "topics": "shop.public.customers,shop.public.orders",
+        "table.name.format": "${source.table}",
+        "pk.mode": "record_key",
+        "insert.mode": "upsert",
+        "delete.enabled": "true",
+        "auto.create": "true",
+        "delivery.guarantee": "exactly-once",
+        "key.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "key.converter.schemas.enable": "true",
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "value.converter.schemas.enable": "true",
+    }}))
+    .await;
+    db_exec(
+        &url,
+        "INSERT INTO customers VALUES (3, 'cy', 3.25);
+         UPDATE customers SET balance = 99.99 WHERE id = 1;
+         DELETE FROM customers WHERE id = 2;
+         BEGIN;
+           INSERT INTO orders VALUES (11, 3, '2026-03-05 00:00:00', NULL);
+           UPDATE orders SET note = 'y' WHERE id = 10;
+         COMMIT;",
+    )
+    .await;
+    let columns = "id::text, name, balance::text";
+    let expected = table_rows(&url, "customers", columns).await;
+    eventually(Duration::from_secs(60), "the customers replicated", || {
+        let (target, expected) = (target.clone(), expected.clone());
+        async move { (table_rows(&target, "customers", columns).await == expected).then_some(()) }
+    })
+    .await;
+    // The timestamp, a Debezium Timestamp (milliseconds) in the event,
+    // lands as a number the target can hold; the rows match.
+    let orders_src = table_rows(&url, "orders", "id::text, customer_id::text, note").await;
+    eventually(Duration::from_secs(60), "the orders replicated", || {
+        let (target, expected) = (target.clone(), orders_src.clone());
+        async move {
+            (table_rows(&target, "orders", "id::text, customer_id::text, note").await == expected)
+                .then_some(())
+        }
+    })
+    .await;
+    assert_eq!(
+        table_rows(&target, "customers", columns).await,
+        vec![
+            vec!["1".to_string(), "ann".into(), "99.99".into()],
+            vec!["3".to_string(), "cy".into(), "3.25".into()],
+        ]
+    );
+    env.worker.delete_connector("replica-sink").await;
+    env.worker.delete_connector("replica-src").await;
+}

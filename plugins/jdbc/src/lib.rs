@@ -6,6 +6,7 @@
 //!
 //! Databases: SQLite (the embedded default), PostgreSQL, MySQL and MariaDB.
 
+mod change_event;
 mod db;
 mod dialect;
 mod schema;
@@ -218,8 +219,33 @@ impl JdbcSinkConfig {
         Ok(cfg)
     }
 
-    fn table_for(&self, topic: &str) -> String {
-        self.table_name_format.replace("${topic}", topic)
+    /// The table of a record of `topic`; a change event's source fills
+    /// `${source.db}`, `${source.schema}` and `${source.table}`.
+    fn table_for(&self, topic: &str, source: Option<&change_event::SourceBlock>) -> String {
+        let mut table = self.table_name_format.replace("${topic}", topic);
+        if table.contains("${source.") {
+            // A record that is not an event (a delete's tombstone) names its
+            // table by its topic, Debezium's `<prefix>.<schema>.<table>`.
+            let from_topic;
+            let source = match source {
+                Some(s) => s,
+                None => {
+                    let mut parts = topic.rsplit('.');
+                    from_topic = change_event::SourceBlock {
+                        table: parts.next().map(str::to_string),
+                        schema: parts.next().map(str::to_string),
+                        db: None,
+                    };
+                    &from_topic
+                }
+            };
+            let field = |f: &Option<String>| f.as_deref().unwrap_or_default().to_string();
+            table = table
+                .replace("${source.db}", &field(&source.db))
+                .replace("${source.schema}", &field(&source.schema))
+                .replace("${source.table}", &field(&source.table));
+        }
+        table
     }
 
     fn write_mode(&self) -> WriteMode {
@@ -265,7 +291,7 @@ impl SinkConnector for JdbcSinkConnector {
             {"name": "connection.user", "type": "STRING", "required": false, "default_value": null, "documentation": "Database user"},
             {"name": "connection.password", "type": "PASSWORD", "required": false, "default_value": null, "documentation": "Database password (never shown back)"},
             {"name": "connection.pool.size", "type": "INT", "required": false, "default_value": "4", "documentation": "Connections per task"},
-            {"name": "table.name.format", "type": "STRING", "required": false, "default_value": "${topic}", "documentation": "Table name; ${topic} is replaced by the record's topic"},
+            {"name": "table.name.format", "type": "STRING", "required": false, "default_value": "${topic}", "documentation": "Table name; ${topic} is replaced by the record's topic, and for Debezium change events ${source.db}, ${source.schema} and ${source.table} by the source's"},
             {"name": "insert.mode", "type": "STRING", "required": false, "default_value": "insert", "documentation": "insert, upsert (insert or update by key) or update (existing rows only)"},
             {"name": "pk.mode", "type": "STRING", "required": false, "default_value": "none", "documentation": "none, kafka, record_key or record_value"},
             {"name": "pk.fields", "type": "LIST", "required": false, "default_value": "", "documentation": "Primary-key fields"},
@@ -737,15 +763,26 @@ impl Planner {
     /// Turns records into per-table operations; any bad record fails the put
     /// (the runtime then isolates it).
     fn plan(&self, records: &[Record]) -> Result<Vec<(String, Vec<Op>)>, ConnectError> {
-        // (topic, its table's place in by_table): batches hold few topics.
-        let mut tables: Vec<(&str, usize)> = Vec::new();
+        // (table, its place in by_table): batches hold few tables.
+        let mut tables: Vec<(String, usize)> = Vec::new();
         let mut by_table: Vec<(String, Vec<Op>)> = Vec::new();
         for record in records {
-            let op = self.op_from(record)?;
-            let slot = match tables.iter().find(|(t, _)| *t == record.topic) {
+            // A change event is applied as its row (or its key's delete),
+            // in the table of its source.
+            let unwrapped = change_event::unwrap(record)?;
+            let (op, table) = match &unwrapped {
+                Some(u) => (
+                    self.op_from(&u.record)?,
+                    self.cfg.table_for(&record.topic, Some(&u.source)),
+                ),
+                None => (
+                    self.op_from(record)?,
+                    self.cfg.table_for(&record.topic, None),
+                ),
+            };
+            let slot = match tables.iter().find(|(t, _)| *t == table) {
                 Some(&(_, slot)) => slot,
                 None => {
-                    let table = self.cfg.table_for(&record.topic);
                     // Writing there would overwrite the offsets stored with
                     // the data (case folded, as most databases fold names).
                     if table.eq_ignore_ascii_case(&self.cfg.offsets_table) {
@@ -758,11 +795,11 @@ impl Planner {
                     let slot = match by_table.iter().position(|(t, _)| *t == table) {
                         Some(slot) => slot,
                         None => {
-                            by_table.push((table, Vec::new()));
+                            by_table.push((table.clone(), Vec::new()));
                             by_table.len() - 1
                         }
                     };
-                    tables.push((&record.topic, slot));
+                    tables.push((table, slot));
                     slot
                 }
             };

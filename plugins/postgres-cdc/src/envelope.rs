@@ -191,6 +191,9 @@ impl EventWriter<'_> {
                     })?
                 }
                 Some(ColumnText::Unchanged) => unavailable(&c.ty, self.cfg.decimals),
+                Some(ColumnText::Null) | None if !c.nullable => {
+                    c.ty.fallback(self.cfg.decimals, form)
+                }
                 Some(ColumnText::Null) | None => Json::Null,
             };
             fields.push((c.name.clone(), value));

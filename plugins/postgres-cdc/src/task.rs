@@ -435,10 +435,13 @@ impl CdcTask {
                     })?;
                 snap.cursor_open = true;
             }
+            // Not a cached statement: the same FETCH reads every table, and
+            // a cached one would keep the first table's row description.
             let fetched = sqlx::query(&format!(
                 "FETCH {} FROM sluice_snapshot",
                 self.cfg.snapshot_fetch.min(self.cfg.max_batch as u32)
             ))
+            .persistent(false)
             .fetch_all(&mut snap.conn)
             .await
             .map_err(|e| {

@@ -189,6 +189,33 @@ impl PgType {
         }
     }
 
+    /// What a required column holds when PostgreSQL did not send it (the
+    /// non-key columns of a delete's old row under REPLICA IDENTITY
+    /// DEFAULT): as Debezium, the type's zero, since null does not fit.
+    pub fn fallback(&self, decimals: DecimalMode, form: Form) -> Json {
+        match self {
+            PgType::Bool => Json::Bool(false),
+            PgType::Int2 | PgType::Int4 | PgType::Int8 => Json::int(0),
+            PgType::Float4 | PgType::Float8 => Json::Number("0.0".into()),
+            PgType::Numeric { .. } | PgType::Money => {
+                let scale = match self {
+                    PgType::Numeric { scale, .. } => *scale,
+                    _ => Some(2),
+                };
+                let precision = scale.map(|_| 1);
+                numeric("0", precision, scale, decimals, form).unwrap_or(Json::Null)
+            }
+            PgType::Bytea => Json::str(""),
+            PgType::Date | PgType::Time(_) | PgType::Timestamp(_) | PgType::Interval => {
+                Json::int(0)
+            }
+            PgType::TimestampTz => Json::str("1970-01-01T00:00:00Z"),
+            PgType::TimeTz => Json::str("00:00:00Z"),
+            PgType::Array(_) => Json::Array(Vec::new()),
+            PgType::Text | PgType::Uuid | PgType::Json | PgType::Xml => Json::str(""),
+        }
+    }
+
     /// A value of this type from PostgreSQL's text output.
     pub fn value(&self, text: &str, decimals: DecimalMode, form: Form) -> Result<Json, String> {
         let bad = |what: &str| format!("`{text}` is not a valid {what}");

@@ -10,6 +10,9 @@
 #     export KAFKA_CONNECT_URL=http://127.0.0.1:38084    (standalone: 38083)
 #     export KAFKA_CONNECT_JDBC_SINK=io.debezium.connector.jdbc.JdbcSinkConnector
 #                                    (empty when no JDBC sink resolved)
+#     export KAFKA_CONNECT_POSTGRES_SOURCE=io.debezium.connector.postgresql.PostgresConnector
+#                                    (empty when Debezium's PostgreSQL source
+#                                    connector did not resolve)
 #   scripts/kafka-connect.sh stop [standalone|distributed]   (both without one)
 #   scripts/kafka-connect.sh status [standalone|distributed]
 #   eval "$(scripts/kafka-connect.sh resolve)"   -> the jars only, no worker:
@@ -17,16 +20,20 @@
 #                                    (libs/ and plugins/)
 #     export KAFKA_CONNECT_PLUGIN_PATH=<the workers' plugin.path>
 #     export KAFKA_CONNECT_JDBC_SINK=...   (as above)
+#     export KAFKA_CONNECT_POSTGRES_SOURCE=...   (as above)
 # `start` returns once the REST API answers /health with 200; a worker that
 # is already running is reused. When the JDBC sink resolved, `start` checks
 # that the worker lists it (GET /connector-plugins) and says loudly if not
-# (KAFKA_CONNECT_JDBC_SINK is then empty). Distributed: its group and
+# (KAFKA_CONNECT_JDBC_SINK is then empty); the same for the PostgreSQL
+# source (KAFKA_CONNECT_POSTGRES_SOURCE). Distributed: its group and
 # internal topics (<group>-configs, -offsets, -status) are new at each
 # start, so no earlier run's connectors come back. Standalone: offsets in a
 # file of its directory, emptied at each start. plugin.path holds connect-file and, where Maven
-# resolves it, Debezium's JDBC sink (PostgreSQL among its dialects), laid
-# out as Debezium's own plugin archive: without Jackson, which the worker
-# has (see resolve_all).
+# resolves it, Debezium's JDBC sink (PostgreSQL among its dialects) and
+# Debezium's PostgreSQL source connector (the reference for postgres-cdc's
+# change events; its own Debezium version, debezium.postgres.version),
+# each laid out as Debezium's own plugin archive: without Jackson, which
+# the worker has (see resolve_all).
 # Directories: $SLUICE_KAFKA_CONNECT_DIR-MODE (default
 # /tmp/sluice-kafka-connect-MODE), the worker's log connect.log there, kept
 # after stop. The jars are cached in $SLUICE_KAFKA_CACHE (default
@@ -68,7 +75,9 @@ broker_version="$(prop kafka.version "$here/kafka/pom.xml")"
   || die "scripts/kafka-connect/pom.xml pins Kafka $version, the broker (scripts/kafka/pom.xml) $broker_version: they must be the same"
 debezium="$(prop debezium.version "$pom")"
 cache="${SLUICE_KAFKA_CACHE:-$HOME/.cache/sluice}/kafka-connect-$version"
+debezium_pg="$(prop debezium.postgres.version "$pom")"
 jdbc_class=io.debezium.connector.jdbc.JdbcSinkConnector
+pg_class=io.debezium.connector.postgresql.PostgresConnector
 
 worker_dir() { echo "${SLUICE_KAFKA_CONNECT_DIR:-/tmp/sluice-kafka-connect}-$1"; }
 rest_port() { if [[ "$1" == standalone ]]; then echo 38083; else echo 38084; fi; }
@@ -140,37 +149,57 @@ resolve_all() {
     loud "Debezium's JDBC sink $debezium did not resolve from Maven (see $jdbc_dir/debezium-connector-jdbc.maven.log): Kafka Connect runs without a JDBC sink"
     jdbc_dir=""
   fi
-  # No Jackson in Debezium's directory: the pom's jdbc-plugin profile
-  # excludes it, as Debezium's own plugin archive leaves it out, and the
-  # worker's (libs/, the same 2.19) serves the plugin. A copy of its own
-  # makes the task fail as it starts ("ServiceConfigurationError:
-  # com.fasterxml.jackson.databind.Module: ...Jdk8Module not a subtype"):
-  # Hibernate's ObjectMapper.findAndRegisterModules() gets, through
-  # ServiceLoader, the worker's Jdk8Module, a subtype of the worker's
-  # Module class and not of the plugin's copy. Checked here in case a new
-  # Debezium brings Jackson in through another group.
-  if [[ -n "$jdbc_dir" ]]; then
-    local jackson
-    jackson="$(find "$jdbc_dir/debezium-connector-jdbc" -maxdepth 1 -name 'jackson-*.jar' -printf ' %f')"
-    if [[ -n "$jackson" ]]; then
-      loud "Debezium's JDBC sink has Jackson jars of its own (${jackson# }) in $jdbc_dir: its task would fail as it starts (Jdk8Module not a subtype). Exclude their group in the jdbc-plugin profile of $pom. Kafka Connect runs without a JDBC sink"
-      jdbc_dir=""
-    fi
+  # Debezium's PostgreSQL source connector is for the postgres-cdc
+  # differential tests; the worker runs without it too.
+  pg_dir="$cache/plugins/debezium-postgres-$debezium_pg"
+  if ! resolve postgres-plugin "$pg_dir/debezium-connector-postgres"; then
+    loud "Debezium's PostgreSQL source connector $debezium_pg did not resolve from Maven (see $pg_dir/debezium-connector-postgres.maven.log): Kafka Connect runs without it"
+    pg_dir=""
+  fi
+  # No Jackson in Debezium's directories: the pom's jdbc-plugin and
+  # postgres-plugin profiles exclude it, as Debezium's own plugin archives
+  # leave it out, and the worker's (libs/) serves the plugins. A copy of
+  # its own makes the JDBC sink's task fail as it starts
+  # ("ServiceConfigurationError: com.fasterxml.jackson.databind.Module:
+  # ...Jdk8Module not a subtype"): Hibernate's
+  # ObjectMapper.findAndRegisterModules() gets, through ServiceLoader, the
+  # worker's Jdk8Module, a subtype of the worker's Module class and not of
+  # the plugin's copy. Checked here in case a new Debezium brings Jackson
+  # in through another group.
+  if [[ -n "$jdbc_dir" ]] && has_jackson "$jdbc_dir/debezium-connector-jdbc"; then
+    loud "Debezium's JDBC sink has Jackson jars of its own (${jackson# }) in $jdbc_dir: its task would fail as it starts (Jdk8Module not a subtype). Exclude their group in the jdbc-plugin profile of $pom. Kafka Connect runs without a JDBC sink"
+    jdbc_dir=""
+  fi
+  if [[ -n "$pg_dir" ]] && has_jackson "$pg_dir/debezium-connector-postgres"; then
+    loud "Debezium's PostgreSQL source connector has Jackson jars of its own (${jackson# }) in $pg_dir: two Jackson class sets in one task. Exclude their group in the postgres-plugin profile of $pom. Kafka Connect runs without it"
+    pg_dir=""
   fi
   flock -u 9
   exec 9>&-
-  plugins="$cache/plugins/connect-file${jdbc_dir:+,$jdbc_dir}"
+  plugins="$cache/plugins/connect-file${jdbc_dir:+,$jdbc_dir}${pg_dir:+,$pg_dir}"
 }
 
-# Whether the running worker lists the JDBC sink that resolved; says loudly
-# if not, and forgets it (KAFKA_CONNECT_JDBC_SINK is then empty).
-check_jdbc_listed() {
+# Whether a plugin's directory has Jackson jars (named in `jackson`).
+jackson=""
+has_jackson() {
+  jackson="$(find "$1" -maxdepth 1 -name 'jackson-*.jar' -printf ' %f')"
+  [[ -n "$jackson" ]]
+}
+
+# Whether the running worker lists the Debezium connectors that resolved;
+# says loudly of one it does not, and forgets it (KAFKA_CONNECT_JDBC_SINK or
+# KAFKA_CONNECT_POSTGRES_SOURCE is then empty).
+check_listed() {
   local url="$1" listed
-  [[ -n "$jdbc_dir" ]] || return 0
+  [[ -n "$jdbc_dir$pg_dir" ]] || return 0
   listed="$(curl -s -m 30 "$url/connector-plugins" || true)"
-  if [[ "$listed" != *"\"$jdbc_class\""* ]]; then
+  if [[ -n "$jdbc_dir" && "$listed" != *"\"$jdbc_class\""* ]]; then
     loud "Debezium's JDBC sink resolved into $jdbc_dir, but Kafka Connect at $url does not list $jdbc_class in GET /connector-plugins: it runs without a JDBC sink (see $(worker_dir "$mode")/connect.log). It answered: ${listed:0:300}"
     jdbc_dir=""
+  fi
+  if [[ -n "$pg_dir" && "$listed" != *"\"$pg_class\""* ]]; then
+    loud "Debezium's PostgreSQL source connector resolved into $pg_dir, but Kafka Connect at $url does not list $pg_class in GET /connector-plugins: it runs without it (see $(worker_dir "$mode")/connect.log). It answered: ${listed:0:300}"
+    pg_dir=""
   fi
 }
 
@@ -296,17 +325,19 @@ case "$command" in
     [[ -n "${SLUICE_TEST_KAFKA_BOOTSTRAP:-}" ]] || die "scripts/kafka.sh start printed no bootstrap servers"
     resolve_all
     start_worker "$mode" "$java"
-    check_jdbc_listed "http://127.0.0.1:$(rest_port "$mode")"
-    log "Kafka Connect $version ($mode) at http://127.0.0.1:$(rest_port "$mode") on $SLUICE_TEST_KAFKA_BOOTSTRAP; JDBC sink: $(if [[ -n "$jdbc_dir" ]]; then echo "Debezium $debezium ($jdbc_class)"; else echo none; fi); log $(worker_dir "$mode")/connect.log"
+    check_listed "http://127.0.0.1:$(rest_port "$mode")"
+    log "Kafka Connect $version ($mode) at http://127.0.0.1:$(rest_port "$mode") on $SLUICE_TEST_KAFKA_BOOTSTRAP; JDBC sink: $(if [[ -n "$jdbc_dir" ]]; then echo "Debezium $debezium ($jdbc_class)"; else echo none; fi); PostgreSQL source: $(if [[ -n "$pg_dir" ]]; then echo "Debezium $debezium_pg ($pg_class)"; else echo none; fi); log $(worker_dir "$mode")/connect.log"
     echo "export SLUICE_TEST_KAFKA_BOOTSTRAP=$SLUICE_TEST_KAFKA_BOOTSTRAP"
     echo "export KAFKA_CONNECT_URL=http://127.0.0.1:$(rest_port "$mode")"
     echo "export KAFKA_CONNECT_JDBC_SINK=${jdbc_dir:+$jdbc_class}"
+    echo "export KAFKA_CONNECT_POSTGRES_SOURCE=${pg_dir:+$pg_class}"
     ;;
   resolve)
     resolve_all
     echo "export KAFKA_CONNECT_HOME=$cache"
     echo "export KAFKA_CONNECT_PLUGIN_PATH=$plugins"
     echo "export KAFKA_CONNECT_JDBC_SINK=${jdbc_dir:+$jdbc_class}"
+    echo "export KAFKA_CONNECT_POSTGRES_SOURCE=${pg_dir:+$pg_class}"
     ;;
   stop)
     for m in ${mode:-standalone distributed}; do stop_worker "$m"; done

@@ -310,6 +310,130 @@ async fn postgres_cdc_refuses_a_server_without_logical_decoding_and_a_dropped_sl
     env.worker.delete_connector("faults2").await;
 }
 
+/// The slot's confirmed position, as a number.
+async fn confirmed_lsn(base: &str, slot: &str) -> Option<i64> {
+    let rows = fixtures::db_rows(
+        base,
+        &format!(
+            "SELECT (confirmed_flush_lsn - '0/0')::text FROM pg_replication_slots WHERE slot_name = '{slot}'"
+        ),
+    )
+    .await;
+    rows.first()?.first()?.parse().ok()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn postgres_cdc_heartbeats_advance_an_idle_slot_and_a_lost_connection_is_resumed() {
+    let Some(base) = postgres_url() else { return };
+    let slot = "sluice_cdc_heartbeat";
+    drop_slot_if_any(&base, slot).await;
+    let url = fresh_database(&base, "cdc_heartbeat").await;
+    db_exec(
+        &url,
+        "CREATE TABLE customers (id int PRIMARY KEY, name text);
+         CREATE TABLE noise (n int);
+         INSERT INTO customers VALUES (1, 'ann');",
+    )
+    .await;
+    let env = InProcess::start();
+    env.create(connector(
+        "hb",
+        &url,
+        slot,
+        json!({
+            "table.include.list": "public.customers",
+            "heartbeat.interval.ms": "300",
+            "status.update.interval.ms": "300",
+        }),
+    ))
+    .await;
+    events(&env, "shop.public.customers", 1).await;
+
+    // Only tables that are not captured change: no event, yet heartbeats
+    // are written and the slot lets go of the WAL they passed.
+    db_exec(&url, "INSERT INTO noise SELECT generate_series(1, 5000)").await;
+    let written: i64 = fixtures::db_rows(&url, "SELECT (pg_current_wal_lsn() - '0/0')::text").await
+        [0][0]
+        .parse()
+        .unwrap();
+    let advanced = eventually(Duration::from_secs(60), "the idle slot to advance", || {
+        let base = base.clone();
+        async move { confirmed_lsn(&base, slot).await.filter(|c| *c >= written) }
+    })
+    .await;
+    assert!(advanced >= written);
+    let heartbeats = fixtures::topic_records(
+        env.broker.bootstrap_servers(),
+        "__debezium-heartbeat.shop",
+        1,
+        "heartbeats",
+    )
+    .await;
+    let beat: Value = serde_json::from_slice(heartbeats[0].payload().unwrap()).unwrap();
+    assert!(payload(&beat)["ts_ms"].as_i64().unwrap() > 0, "{beat}");
+    assert_eq!(
+        fixtures::read_topic(env.broker.bootstrap_servers(), "shop.public.customers").len(),
+        1,
+        "no change event for tables that are not captured"
+    );
+
+    // The slot's lag is exported, per connector and task.
+    let metrics = eventually(Duration::from_secs(30), "the slot lag gauge", || async {
+        let text = env.worker.metrics().render();
+        text.lines()
+            .any(|l| {
+                l.starts_with(
+                    "sluice_source_replication_slot_lag_bytes{connector=\"hb\",task=\"0\"}",
+                )
+            })
+            .then_some(text)
+    })
+    .await;
+    assert!(metrics.contains("# TYPE sluice_source_replication_slot_lag_bytes gauge"));
+
+    // The replication connection is killed under the task: it reconnects
+    // from its last position, and nothing is lost or written twice.
+    for round in 0..2 {
+        let killed = fixtures::db_rows(
+            &base,
+            &format!(
+                "SELECT pg_terminate_backend(active_pid)::text FROM pg_replication_slots WHERE slot_name = '{slot}' AND active_pid IS NOT NULL"
+            ),
+        )
+        .await;
+        assert_eq!(
+            killed,
+            [["true"]],
+            "round {round}: the walsender was running"
+        );
+        let first = 10 * (round + 1);
+        db_exec(
+            &url,
+            &format!(
+                "INSERT INTO customers VALUES ({first}, 'a'), ({}, 'b'); UPDATE customers SET name = 'x' WHERE id = 1;",
+                first + 1
+            ),
+        )
+        .await;
+        events(&env, "shop.public.customers", 1 + 3 * (round as usize + 1)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let all = events(&env, "shop.public.customers", 7).await;
+    assert_eq!(all.len(), 7, "an event was written twice after a reconnect");
+    let lsns: Vec<i64> = all[1..]
+        .iter()
+        .map(|(_, v)| payload(v)["source"]["lsn"].as_i64().unwrap())
+        .collect();
+    assert!(lsns.windows(2).all(|w| w[0] < w[1]), "{lsns:?}");
+    let status = env.worker.status("hb").await.unwrap();
+    assert_eq!(
+        status.tasks[0].1.state,
+        sluice_runtime::task::State::Running,
+        "a lost connection is retried, not a failure"
+    );
+    env.worker.delete_connector("hb").await;
+}
+
 /// The second server (`scripts/postgres.sh start target`), loudly required.
 fn target_url() -> String {
     std::env::var("SLUICE_TEST_POSTGRES_TARGET_URL").unwrap_or_else(|_| {

@@ -21,6 +21,7 @@ pub mod distributed;
 mod error_handling;
 mod hot_swap;
 mod jdbc;
+mod jdbc_source;
 mod languages;
 mod native_plugins;
 mod observability;

@@ -48,6 +48,10 @@ pub struct Metrics {
     /// Automatic restarts of a task since it last ran for
     /// `errors.restart.max.delay.ms`.
     pub task_restart_attempts: IntGaugeVec,
+    /// `sluice_source_<name>`: the gauges source tasks publish
+    /// ([`sluice_sdk::SourceGauge`]), registered at first sight.
+    source_gauges:
+        std::sync::Arc<std::sync::Mutex<std::collections::HashMap<&'static str, IntGaugeVec>>>,
 }
 
 /// The header source tasks stamp and sinks measure end-to-end latency from.
@@ -361,6 +365,35 @@ impl Metrics {
             transactions,
             task_auto_restarts,
             task_restart_attempts,
+            source_gauges: Default::default(),
+        }
+    }
+
+    /// The family of a gauge a source task publishes, labelled by
+    /// connector and task. `None` for a name Prometheus does not allow
+    /// (said once in the log).
+    pub fn source_gauge(&self, name: &'static str, help: &'static str) -> Option<IntGaugeVec> {
+        let mut families = self.source_gauges.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(family) = families.get(name) {
+            return Some(family.clone());
+        }
+        let family = IntGaugeVec::new(
+            Opts::new(format!("sluice_source_{name}"), help),
+            &["connector", "task"],
+        )
+        .and_then(|family| {
+            self.registry.register(Box::new(family.clone()))?;
+            Ok(family)
+        });
+        match family {
+            Ok(family) => {
+                families.insert(name, family.clone());
+                Some(family)
+            }
+            Err(e) => {
+                tracing::warn!(gauge = name, error = %e, "a source task's gauge cannot be exported");
+                None
+            }
         }
     }
 

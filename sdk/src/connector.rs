@@ -167,6 +167,23 @@ pub trait SourceTask: Send {
     }
 
     async fn stop(&mut self) {}
+
+    /// Numbers the task measures about its source (e.g. how far a
+    /// replication slot lags), read after each poll and exported as
+    /// `sluice_source_<name>{connector,task}` gauges.
+    fn gauges(&self) -> Vec<SourceGauge> {
+        Vec::new()
+    }
+}
+
+/// One gauge a source task publishes: see [`SourceTask::gauges`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct SourceGauge {
+    /// The metric's name after `sluice_source_`, e.g.
+    /// `replication_slot_lag_bytes`: lower case, digits and `_`.
+    pub name: &'static str,
+    pub help: &'static str,
+    pub value: i64,
 }
 
 #[async_trait]

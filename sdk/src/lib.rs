@@ -26,7 +26,8 @@ pub mod schema;
 pub use config::{ConfigError, ConfigMap};
 pub use connector::{
     CommitOffset, ConnectorType, PartitionOffset, PluginInfo, SinkConnector, SinkTask,
-    SourceConnector, SourceOffsets, SourceRecord, SourceTask, TaskContext, source_partition_key,
+    SourceConnector, SourceGauge, SourceOffsets, SourceRecord, SourceTask, TaskContext,
+    source_partition_key,
 };
 pub use error::{ConnectError, ErrorKind, FENCED_CLASS, panic_message};
 pub use record::{Header, Record};

@@ -87,7 +87,8 @@ impl Target {
     }
 }
 
-/// A connection pool to one of the databases.
+/// A connection pool to one of the databases (a handle: clones share it).
+#[derive(Clone)]
 pub enum Pool {
     Sqlite(SqlitePool),
     Postgres(PgPool),

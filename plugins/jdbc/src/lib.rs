@@ -10,6 +10,7 @@ mod change_event;
 mod db;
 mod dialect;
 mod schema;
+pub mod source;
 // Public for the fuzz targets (`fuzz/`), not an API.
 #[doc(hidden)]
 pub mod value;
@@ -27,6 +28,7 @@ use sluice_sdk::{
 
 pub use db::{Column, Pool, Target, classify, redact_url};
 pub use dialect::{Dialect, WriteMode};
+pub use source::JdbcSourceConnector;
 use value::{ColumnKind, KeyRef, ParsedValue, SqlValue};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]

@@ -23,7 +23,7 @@ use pg_walstream::{
     RetryConfig, StreamingMode,
 };
 use serde_json::json;
-use sluice_sdk::{ConnectError, SourceOffsets, SourceRecord, SourceTask, TaskContext};
+use sluice_sdk::{ConnectError, SourceGauge, SourceOffsets, SourceRecord, SourceTask, TaskContext};
 use sqlx::{Connection, PgConnection, Row};
 
 use crate::catalog::{self, ColumnInfo, TableInfo, sql_error};
@@ -117,6 +117,9 @@ pub struct CdcTask {
     confirmable: Option<Lsn>,
     last_heartbeat: Instant,
     stopping: bool,
+    /// WAL the slot holds back, in bytes, as last measured.
+    slot_lag: Option<i64>,
+    lag_measured: Option<Instant>,
 }
 
 impl CdcTask {
@@ -136,6 +139,8 @@ impl CdcTask {
             confirmable: None,
             last_heartbeat: Instant::now(),
             stopping: false,
+            slot_lag: None,
+            lag_measured: None,
         }
     }
 
@@ -553,6 +558,29 @@ impl CdcTask {
             self.confirmable = Some(consistent_point);
         }
         Ok(out)
+    }
+
+    /// Measures the slot's lag once per `status.update.interval.ms`. A
+    /// failure here is only logged: the stream itself says what is wrong.
+    async fn measure_slot_lag(&mut self) {
+        let every = Duration::from_millis(self.cfg.status_ms);
+        if self.lag_measured.is_some_and(|at| at.elapsed() < every) {
+            return;
+        }
+        self.lag_measured = Some(Instant::now());
+        let slot = self.cfg.slot.clone();
+        let measured = match self.sql().await {
+            Ok(conn) => catalog::slot_lag_bytes(conn, &slot).await,
+            Err(e) => Err(e),
+        };
+        match measured {
+            Ok(lag) => self.slot_lag = lag,
+            Err(e) => {
+                // The connection may be the broken part: a new one next time.
+                self.sql = None;
+                tracing::warn!(slot = %slot, error = %e, "could not measure the replication slot's lag");
+            }
+        }
     }
 
     async fn poll_stream(&mut self) -> Result<Vec<SourceRecord>, ConnectError> {
@@ -988,12 +1016,26 @@ impl SourceTask for CdcTask {
         if matches!(self.phase, Phase::Start) {
             self.start().await?;
         }
+        if matches!(self.phase, Phase::Snapshot(_) | Phase::Stream) {
+            self.measure_slot_lag().await;
+        }
         match self.phase {
             Phase::Start => unreachable!("started above"),
             Phase::Snapshot(_) => self.poll_snapshot().await.map(Some),
             Phase::Stream => self.poll_stream().await.map(Some),
             Phase::Done => Ok(None),
         }
+    }
+
+    fn gauges(&self) -> Vec<SourceGauge> {
+        self.slot_lag
+            .map(|lag| SourceGauge {
+                name: "replication_slot_lag_bytes",
+                help: "WAL a change data capture source's replication slot holds back (the server's position less the confirmed one), in bytes",
+                value: lag,
+            })
+            .into_iter()
+            .collect()
     }
 
     async fn commit(&mut self) -> Result<(), ConnectError> {

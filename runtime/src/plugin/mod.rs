@@ -51,6 +51,7 @@ impl Registry {
                 })),
                 Plugin::Sink(Arc::new(FileSinkConnector { allowed: files })),
                 Plugin::Sink(Arc::new(sluice_connector_jdbc::JdbcSinkConnector)),
+                Plugin::Source(Arc::new(sluice_connector_jdbc::JdbcSourceConnector)),
                 Plugin::Source(Arc::new(
                     sluice_connector_postgres_cdc::PostgresCdcConnector,
                 )),

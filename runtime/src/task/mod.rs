@@ -287,6 +287,26 @@ impl TaskEnv {
             .observe(started.elapsed().as_secs_f64());
     }
 
+    /// Exports what a source task measures about its source.
+    fn export_gauges(&self, gauges: Vec<sluice_sdk::SourceGauge>) {
+        for g in gauges {
+            if let Some(family) = self.metrics.source_gauge(g.name, g.help) {
+                family
+                    .with_label_values(&[&*self.connector, &self.task_id.to_string()])
+                    .set(g.value);
+            }
+        }
+    }
+
+    /// Drops a stopped task's gauges, so no stale value stays exported.
+    fn forget_gauges(&self, gauges: Vec<sluice_sdk::SourceGauge>) {
+        for g in gauges {
+            if let Some(family) = self.metrics.source_gauge(g.name, g.help) {
+                let _ = family.remove_label_values(&[&*self.connector, &self.task_id.to_string()]);
+            }
+        }
+    }
+
     fn count(&self, stage: &'static str, outcome: &'static str, n: usize) {
         self.task_metrics.records(stage, outcome).inc_by(n as u64);
     }

@@ -81,6 +81,7 @@ pub async fn run(
         )
         .await
     };
+    env.forget_gauges(task.gauges());
     task.stop().await;
     result
 }
@@ -124,6 +125,7 @@ async fn poll_batch(
             polled = task.poll() => polled,
         }
     );
+    env.export_gauges(task.gauges());
     let batch = match polled {
         Ok(None) => return Ok(Next::Stop),
         Ok(Some(None)) => {
@@ -154,7 +156,9 @@ async fn poll_batch(
     env.observe_batch(batch.len());
     let mut last: std::collections::HashMap<String, serde_json::Value> =
         std::collections::HashMap::new();
-    for r in &batch {
+    // A null offset is Kafka Connect's "nothing to resume from" (e.g. a
+    // JDBC source's bulk mode): no offset is written for it.
+    for r in batch.iter().filter(|r| !r.source_offset.is_null()) {
         last.insert(
             source_partition_key(&r.source_partition),
             r.source_offset.clone(),

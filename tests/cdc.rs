@@ -538,3 +538,122 @@ async fn postgres_cdc_replicates_tables_into_another_server_through_the_jdbc_sin
     env.worker.delete_connector("replica-sink").await;
     env.worker.delete_connector("replica-src").await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn jdbc_sink_routes_change_events_by_regex_and_keeps_the_newest_by_lsn_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = InProcess::start();
+    let bootstrap = env.broker.bootstrap_servers().to_string();
+    let event = |op: &str, id: i64, name: &str, table: &str, lsn: i64| {
+        format!(
+            r#"{{"before":null,"after":{{"id":{id},"name":"{name}"}},"source":{{"db":"shop","schema":"public","table":"{table}","lsn":{lsn},"ts_ms":{lsn}}},"op":"{op}","ts_ms":1}}"#
+        )
+    };
+    // The update of LSN 200 arrives after the one of LSN 300 (a replay,
+    // or two topics' partitions read out of step).
+    let items = [
+        event("c", 1, "a", "items", 100),
+        event("u", 1, "c", "items", 300),
+        event("u", 1, "b", "items", 200),
+        event("c", 2, "x", "items", 150),
+    ];
+    let key1 = r#"{"id":1}"#;
+    let key2 = r#"{"id":2}"#;
+    fixtures::produce(
+        &bootstrap,
+        "shop.public.items",
+        &[
+            (Some(key1), items[0].as_bytes()),
+            (Some(key1), items[1].as_bytes()),
+            (Some(key1), items[2].as_bytes()),
+            (Some(key2), items[3].as_bytes()),
+        ],
+    )
+    .await;
+    let other = event("r", 7, "o", "other", 50);
+    fixtures::produce(
+        &bootstrap,
+        "shop.public.other",
+        &[(Some(r#"{"id":7}"#), other.as_bytes())],
+    )
+    .await;
+    fixtures::produce(
+        &bootstrap,
+        "unrelated",
+        &[(Some(key1), b"{\"id\":1}".as_slice())],
+    )
+    .await;
+
+    let sink = |name: &str, file: &str, guard: &str| {
+        json!({"name": name, "config": {
+            "connector.class": "io.confluent.connect.jdbc.JdbcSinkConnector",
+            "connection.url": format!("jdbc:sqlite:{}", dir.path().join(file).display()),
+            "topics.regex": "shop\\.public\\..*",
+            "table.name.format": "${source.table}",
+            "pk.mode": "record_key",
+            "insert.mode": "upsert",
+            "auto.create": "true",
+            "change.events.guard": guard,
+            "key.converter": "org.apache.kafka.connect.json.JsonConverter",
+            "key.converter.schemas.enable": "false",
+            "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+            "value.converter.schemas.enable": "false",
+        }})
+    };
+    env.create(sink("guarded", "guarded.db", "lsn")).await;
+    env.create(sink("unguarded", "unguarded.db", "none")).await;
+    let sqlite = |file: &str| format!("sqlite:{}", dir.path().join(file).display());
+    // Both sinks have written every event of `items` before the rows are
+    // compared (a check done earlier could pass before the late event).
+    for name in ["guarded", "unguarded"] {
+        eventually(Duration::from_secs(120), "every event written", || async {
+            let offsets = env.herder.offsets(name).await.ok()??;
+            let at = |topic: &str, n: i64| {
+                offsets.iter().any(|o| {
+                    o["partition"]["kafka_topic"] == topic && o["offset"]["kafka_offset"] == n
+                })
+            };
+            (at("shop.public.items", 4) && at("shop.public.other", 1)).then_some(())
+        })
+        .await;
+    }
+    let guarded = fixtures::db_rows(
+        &sqlite("guarded.db"),
+        "SELECT id, name, __source_lsn FROM items ORDER BY id",
+    )
+    .await;
+    let unguarded = fixtures::db_rows(
+        &sqlite("unguarded.db"),
+        "SELECT id, name FROM items ORDER BY id",
+    )
+    .await;
+    assert_eq!(
+        guarded,
+        [
+            vec!["1".to_string(), "c".into(), "300".into()],
+            vec!["2".into(), "x".into(), "150".into()]
+        ],
+        "the event of LSN 200 must not overwrite the one of LSN 300"
+    );
+    assert_eq!(
+        unguarded,
+        [
+            vec!["1".to_string(), "b".into()],
+            vec!["2".into(), "x".into()]
+        ],
+        "without the guard the last event read wins (what the guard prevents)"
+    );
+    // topics.regex: every table's topic, each into its own table.
+    let other_rows = fixtures::db_rows(&sqlite("guarded.db"), "SELECT id, name FROM other").await;
+    assert_eq!(other_rows, [vec!["7".to_string(), "o".into()]]);
+    let tables = fixtures::db_rows(
+        &sqlite("guarded.db"),
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sluice%' ORDER BY name",
+    )
+    .await;
+    assert_eq!(
+        tables,
+        [vec!["items".to_string()], vec!["other".into()]],
+        "`unrelated` is not matched"
+    );
+}

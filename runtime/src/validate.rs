@@ -240,12 +240,13 @@ impl Validator {
         {
             faults.push(ConfigError::new("errors.deadletterqueue.topic.name", why));
         }
-        let has_topics = topics.map(|t| !t.is_empty());
+        let has_regex = common.as_ref().is_some_and(|c| c.topics_regex.is_some());
+        let has_topics = topics.map(|t| !t.is_empty() || has_regex);
         match &plugin {
             Plugin::Source(p) => {
                 if has_topics == Some(true) {
                     faults.push(ConfigError::new(
-                        "topics",
+                        if has_regex { "topics.regex" } else { "topics" },
                         "is for sink connectors; a source names its topic in its own keys",
                     ));
                 }
@@ -255,9 +256,14 @@ impl Validator {
             }
             Plugin::Stream => {
                 if has_topics == Some(false) {
+                    // On both keys, as Kafka Connect reports it.
                     faults.push(ConfigError::new(
                         "topics",
-                        "is required for a stream connector (a comma-separated list)",
+                        "is required for a stream connector (a comma-separated list; or topics.regex)",
+                    ));
+                    faults.push(ConfigError::new(
+                        "topics.regex",
+                        "is required for a stream connector when `topics` is not set",
                     ));
                 }
                 let inputs = topics.unwrap_or_default();
@@ -277,9 +283,14 @@ impl Validator {
             }
             Plugin::Sink(p) => {
                 if has_topics == Some(false) {
+                    // On both keys, as Kafka Connect reports it.
                     faults.push(ConfigError::new(
                         "topics",
-                        "is required for a sink connector (a comma-separated list)",
+                        "is required for a sink connector (a comma-separated list; or topics.regex)",
+                    ));
+                    faults.push(ConfigError::new(
+                        "topics.regex",
+                        "is required for a sink connector when `topics` is not set",
                     ));
                 }
                 if faults.each(&plugin_config, |c| p.validate(c)).is_none() {

@@ -39,6 +39,8 @@ pub enum InsertMode {
     Update,
 }
 
+pub use change_event::ChangeGuard;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PkMode {
@@ -88,6 +90,11 @@ pub struct JdbcSinkConfig {
     /// Where exactly-once tasks keep their offsets.
     #[serde(rename = "offsets.table.name", default = "default_offsets_table")]
     pub offsets_table: String,
+    /// Debezium change events: a column holding each row's source LSN
+    /// (or `ts_ms`), used as the upsert guard so an older event never
+    /// overwrites a newer one.
+    #[serde(rename = "change.events.guard", default = "default_change_guard")]
+    pub change_guard: ChangeGuard,
     /// Most rows per SQL statement on SQLite and MySQL (PostgreSQL writes
     /// a batch in one statement).
     #[serde(rename = "batch.size", default = "default_batch_size")]
@@ -112,6 +119,9 @@ fn default_pk_mode() -> PkMode {
 }
 fn default_batch_size() -> usize {
     3000
+}
+fn default_change_guard() -> ChangeGuard {
+    ChangeGuard::None
 }
 fn default_offsets_table() -> String {
     "sluice_offsets".into()
@@ -192,6 +202,25 @@ impl JdbcSinkConfig {
                 "deletes find the row by the record's key: set pk.mode=record_key",
             ));
         }
+        if let Some(column) = cfg.change_guard.column() {
+            if cfg.insert_mode != InsertMode::Upsert {
+                return Err(ConfigError::new(
+                    "change.events.guard",
+                    "guards upserts of change events: set insert.mode=upsert",
+                ));
+            }
+            match &cfg.guard_column {
+                Some(g) if g != column => {
+                    return Err(ConfigError::new(
+                        "upsert.guard.column",
+                        format!(
+                            "with change.events.guard the guard column is `{column}`: leave upsert.guard.column unset"
+                        ),
+                    ));
+                }
+                _ => cfg.guard_column = Some(column.to_string()),
+            }
+        }
         if let Some(guard) = &cfg.guard_column {
             if guard.trim().is_empty() {
                 return Err(ConfigError::new(
@@ -236,7 +265,7 @@ impl JdbcSinkConfig {
                     from_topic = change_event::SourceBlock {
                         table: parts.next().map(str::to_string),
                         schema: parts.next().map(str::to_string),
-                        db: None,
+                        ..Default::default()
                     };
                     &from_topic
                 }
@@ -303,6 +332,7 @@ impl SinkConnector for JdbcSinkConnector {
             {"name": "auto.create.column.<name>.type", "type": "STRING", "required": false, "default_value": null, "documentation": "Declared type of a created or added column, instead of the type inferred from JSON"},
             {"name": "delete.enabled", "type": "BOOLEAN", "required": false, "default_value": "false", "documentation": "A tombstone (null value) deletes the row with the record's key; needs pk.mode=record_key"},
             {"name": "upsert.guard.column", "type": "STRING", "required": false, "default_value": null, "documentation": "Update a row only when this column's incoming value is greater than the stored one"},
+            {"name": "change.events.guard", "type": "STRING", "required": false, "default_value": "none", "documentation": "Debezium change events: lsn or ts_ms keeps the source's position in __source_lsn (__source_ts_ms) and updates a row only from a newer event"},
             {"name": "offsets.table.name", "type": "STRING", "required": false, "default_value": "sluice_offsets", "documentation": "Table for offsets stored with the rows (delivery.guarantee=exactly-once)"},
             {"name": "batch.size", "type": "INT", "required": false, "default_value": "3000", "documentation": "Most rows per SQL statement on SQLite and MySQL"},
         ])
@@ -771,7 +801,7 @@ impl Planner {
         for record in records {
             // A change event is applied as its row (or its key's delete),
             // in the table of its source.
-            let unwrapped = change_event::unwrap(record)?;
+            let unwrapped = change_event::unwrap(record, self.cfg.change_guard)?;
             let (op, table) = match &unwrapped {
                 Some(u) => (
                     self.op_from(&u.record)?,

@@ -229,8 +229,8 @@ pub const COMMON_KEYS: &[CommonKey] = &[
         "topics.regex",
         "STRING",
         None,
-        "Not supported: list the topics in `topics`",
-        Listed::No,
+        "Consume every topic whose whole name matches this regular expression (instead of `topics`)",
+        Listed::NotForSources,
     ),
     key(
         "key.converter",
@@ -559,6 +559,8 @@ pub struct CommonConfig {
     pub connector_class: String,
     pub tasks_max: u32,
     pub topics: Vec<String>,
+    /// `topics.regex`: consume every topic whose whole name matches.
+    pub topics_regex: Option<String>,
     pub transforms: Vec<TransformSpec>,
     pub topic_partitions: Option<i32>,
     pub topic_replication_factor: Option<i32>,
@@ -744,6 +746,7 @@ impl CommonConfig {
                 connector_class: keys.connector_class,
                 tasks_max: keys.tasks_max,
                 topics: keys.topics,
+                topics_regex: keys.topics_regex,
                 transforms,
                 topic_partitions: keys.topic_partitions,
                 topic_replication_factor: keys.topic_replication_factor,
@@ -800,6 +803,33 @@ fn check_overrides(
     Ok(())
 }
 
+/// A `topics.regex` both Rust's `regex` (which resolves it for the
+/// offsets API) and librdkafka's subscription (POSIX extended syntax)
+/// read alike: no Perl classes, lookarounds or flags.
+fn check_topics_regex(pattern: &str) -> Result<(), String> {
+    if pattern.trim().is_empty() {
+        return Err("must be a regular expression".into());
+    }
+    if let Some(seq) = ["\\d", "\\w", "\\s", "\\D", "\\W", "\\S", "(?", "\\b"]
+        .into_iter()
+        .find(|s| pattern.contains(s))
+    {
+        return Err(format!(
+            "`{pattern}` uses `{seq}`, which librdkafka's regular expressions (POSIX extended) do not have; use a class such as [0-9]"
+        ));
+    }
+    regex::Regex::new(&format!("^(?:{pattern})$"))
+        .map(|_| ())
+        .map_err(|e| format!("`{pattern}` is not a valid regular expression: {e}"))
+}
+
+/// The whole-name subscription pattern librdkafka takes for `topics.regex`
+/// (a topic beginning with `^` is a regular expression; Kafka Connect
+/// matches the whole name).
+pub fn topics_regex_subscription(pattern: &str) -> String {
+    format!("^({pattern})$")
+}
+
 /// The common keys' values: in range, supported, consistent.
 fn check_common_keys(keys: &CommonKeys) -> Result<(), ConfigError> {
     if keys.tasks_max == 0 || keys.tasks_max > MAX_TASKS {
@@ -808,11 +838,16 @@ fn check_common_keys(keys: &CommonKeys) -> Result<(), ConfigError> {
             format!("must be from 1 to {MAX_TASKS}"),
         ));
     }
-    if keys.topics_regex.is_some() {
-        return Err(ConfigError::new(
-            "topics.regex",
-            "is not supported yet; list the topics in `topics`",
-        ));
+    if let Some(pattern) = &keys.topics_regex {
+        if !keys.topics.is_empty() {
+            return Err(ConfigError::new(
+                "topics.regex",
+                "cannot be combined with `topics`: set one of them",
+            ));
+        }
+        if let Err(why) = check_topics_regex(pattern) {
+            return Err(ConfigError::new("topics.regex", why));
+        }
     }
     for (key, converter, schemas, decimal_format, replace_null, cache_size) in [
         (

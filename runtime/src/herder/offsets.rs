@@ -41,7 +41,7 @@ impl Herder {
                     .collect(),
             ));
         }
-        let topics = self.sink_topics(&spec)?;
+        let topics = self.sink_topics(&spec).await?;
         let (clients, group) = (self.worker.clients().clone(), task::group_id(name));
         let committed = tokio::task::spawn_blocking(move || clients.group_offsets(&group, &topics))
             .await
@@ -72,8 +72,19 @@ impl Herder {
         self.worker.validator().common_config(spec).map_err(invalid)
     }
 
-    fn sink_topics(&self, spec: &ConnectorSpec) -> Result<Vec<String>, WorkerError> {
-        Ok(self.common_config(spec)?.topics)
+    /// A sink's topics: `topics`, or those `topics.regex` matches now.
+    async fn sink_topics(&self, spec: &ConnectorSpec) -> Result<Vec<String>, WorkerError> {
+        let common = self.common_config(spec)?;
+        let Some(pattern) = common.topics_regex else {
+            return Ok(common.topics);
+        };
+        let clients = self.clients().clone();
+        tokio::task::spawn_blocking(move || clients.topics_matching(&pattern))
+            .await
+            .map_err(|e| WorkerError::Conflict(e.to_string()))?
+            .map_err(|e| {
+                WorkerError::Conflict(format!("listing the topics topics.regex matches: {e:#}"))
+            })
     }
 
     fn source_uses_offsets_topic(&self, spec: &ConnectorSpec) -> Result<bool, WorkerError> {
@@ -181,7 +192,7 @@ impl Herder {
         entries: Option<Vec<serde_json::Value>>,
     ) -> Result<(), WorkerError> {
         let bad = WorkerError::BadRequest;
-        let topics = self.sink_topics(spec)?;
+        let topics = self.sink_topics(spec).await?;
         let (clients, group) = (self.worker.clients().clone(), task::group_id(name));
         let (wanted, in_group) = match entries {
             None => {

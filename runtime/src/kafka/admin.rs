@@ -126,6 +126,22 @@ impl KafkaClients {
         partitions_of(&consumer, topics)
     }
 
+    /// The cluster's topics whose whole name matches `pattern` (a sink's
+    /// `topics.regex`), internal ones (`__...`) left out. Blocking.
+    pub fn topics_matching(&self, pattern: &str) -> anyhow::Result<Vec<String>> {
+        let whole = regex::Regex::new(&format!("^(?:{pattern})$"))?;
+        let consumer = self.tool_consumer("sluice-metadata")?;
+        let metadata = consumer.fetch_metadata(None, Duration::from_secs(10))?;
+        let mut topics: Vec<String> = metadata
+            .topics()
+            .iter()
+            .map(|t| t.name().to_string())
+            .filter(|t| !t.starts_with("__") && whole.is_match(t))
+            .collect();
+        topics.sort();
+        Ok(topics)
+    }
+
     /// A consumer group's committed offset for every partition of `topics`
     /// (None: nothing committed). Blocking.
     pub fn group_offsets(

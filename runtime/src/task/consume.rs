@@ -144,9 +144,19 @@ fn committed_summary(partitions: &[(String, i32)]) -> Vec<String> {
     partitions.iter().map(|(t, p)| format!("{t}-{p}")).collect()
 }
 
-/// Subscribes the task's consumer to the connector's `topics`.
+/// Subscribes the task's consumer to the connector's `topics` (or
+/// `topics.regex`, which librdkafka matches against the cluster's topics,
+/// new ones included at each metadata refresh).
 pub(crate) fn subscribe(env: &TaskEnv, consumer: &TaskConsumer) -> Result<(), ConnectError> {
-    let topics: Vec<&str> = env.common.topics.iter().map(String::as_str).collect();
+    let pattern = env
+        .common
+        .topics_regex
+        .as_deref()
+        .map(crate::config::topics_regex_subscription);
+    let topics: Vec<&str> = match &pattern {
+        Some(p) => vec![p.as_str()],
+        None => env.common.topics.iter().map(String::as_str).collect(),
+    };
     consumer
         .subscribe(&topics)
         .map_err(|e| ConnectError::fatal(format!("subscribing to {topics:?}")).with_source(e))

@@ -570,11 +570,18 @@ async fn jdbc_sink_routes_change_events_by_regex_and_keeps_the_newest_by_lsn_on_
         ],
     )
     .await;
+    // A snapshot row, a truncate (no key), a row after it.
     let other = event("r", 7, "o", "other", 50);
+    let truncate = r#"{"before":null,"after":null,"source":{"db":"shop","schema":"public","table":"other","lsn":60},"op":"t","ts_ms":1}"#;
+    let after_truncate = event("c", 8, "p", "other", 70);
     fixtures::produce(
         &bootstrap,
         "shop.public.other",
-        &[(Some(r#"{"id":7}"#), other.as_bytes())],
+        &[
+            (Some(r#"{"id":7}"#), other.as_bytes()),
+            (None, truncate.as_bytes()),
+            (Some(r#"{"id":8}"#), after_truncate.as_bytes()),
+        ],
     )
     .await;
     fixtures::produce(
@@ -594,6 +601,7 @@ async fn jdbc_sink_routes_change_events_by_regex_and_keeps_the_newest_by_lsn_on_
             "insert.mode": "upsert",
             "auto.create": "true",
             "change.events.guard": guard,
+            "truncate.enabled": "true",
             "key.converter": "org.apache.kafka.connect.json.JsonConverter",
             "key.converter.schemas.enable": "false",
             "value.converter": "org.apache.kafka.connect.json.JsonConverter",
@@ -613,7 +621,7 @@ async fn jdbc_sink_routes_change_events_by_regex_and_keeps_the_newest_by_lsn_on_
                     o["partition"]["kafka_topic"] == topic && o["offset"]["kafka_offset"] == n
                 })
             };
-            (at("shop.public.items", 4) && at("shop.public.other", 1)).then_some(())
+            (at("shop.public.items", 4) && at("shop.public.other", 3)).then_some(())
         })
         .await;
     }
@@ -643,9 +651,14 @@ async fn jdbc_sink_routes_change_events_by_regex_and_keeps_the_newest_by_lsn_on_
         ],
         "without the guard the last event read wins (what the guard prevents)"
     );
-    // topics.regex: every table's topic, each into its own table.
+    // topics.regex: every table's topic, each into its own table; the
+    // truncate (truncate.enabled) emptied `other` before its last row.
     let other_rows = fixtures::db_rows(&sqlite("guarded.db"), "SELECT id, name FROM other").await;
-    assert_eq!(other_rows, [vec!["7".to_string(), "o".into()]]);
+    assert_eq!(
+        other_rows,
+        [vec!["8".to_string(), "p".into()]],
+        "the truncate emptied the table, the row after it is there"
+    );
     let tables = fixtures::db_rows(
         &sqlite("guarded.db"),
         "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sluice%' ORDER BY name",

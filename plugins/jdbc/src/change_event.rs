@@ -66,6 +66,8 @@ pub struct SourceBlock {
 pub struct Unwrapped {
     pub record: Record,
     pub source: SourceBlock,
+    /// A truncate: the table is emptied (`truncate.enabled`).
+    pub truncate: bool,
 }
 
 /// Whether `record` is a change event: by its schema's name when it has
@@ -142,11 +144,8 @@ pub fn unwrap(record: &Record, guard: ChangeGuard) -> Result<Option<Unwrapped>, 
             out.value_schema = None;
         }
         "t" => {
-            return Err(ConnectError::data(format!(
-                "change event {} is a truncate, which the JDBC sink does not apply; leave truncates out at the source (Debezium's default skipped.operations=t)",
-                record.coordinates()
-            ))
-            .with_class("UnsupportedChangeEvent"));
+            out.value = None;
+            out.value_schema = None;
         }
         other => {
             return Err(ConnectError::data(format!(
@@ -159,6 +158,7 @@ pub fn unwrap(record: &Record, guard: ChangeGuard) -> Result<Option<Unwrapped>, 
     Ok(Some(Unwrapped {
         record: out,
         source: envelope.source.unwrap_or_default(),
+        truncate: envelope.op == "t",
     }))
 }
 
@@ -232,7 +232,7 @@ mod tests {
             &record(r#"{"before":null,"after":null,"op":"t"}"#),
             ChangeGuard::None,
         );
-        assert!(t.err().unwrap().message.contains("truncate"));
+        assert!(t.unwrap().unwrap().truncate);
     }
 
     #[test]

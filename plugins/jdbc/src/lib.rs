@@ -83,6 +83,10 @@ pub struct JdbcSinkConfig {
     pub auto_evolve: bool,
     #[serde(rename = "delete.enabled", default)]
     pub delete_enabled: bool,
+    /// Debezium's `truncate.enabled`: a truncate change event empties its
+    /// table (in the batch's transaction).
+    #[serde(rename = "truncate.enabled", default)]
+    pub truncate_enabled: bool,
     /// Write a row only if this column's incoming value is newer than the
     /// stored one, so an old replay never overwrites newer data.
     #[serde(rename = "upsert.guard.column", default)]
@@ -331,6 +335,7 @@ impl SinkConnector for JdbcSinkConnector {
             {"name": "auto.evolve", "type": "BOOLEAN", "required": false, "default_value": "false", "documentation": "Add missing columns (nullable) for new fields"},
             {"name": "auto.create.column.<name>.type", "type": "STRING", "required": false, "default_value": null, "documentation": "Declared type of a created or added column, instead of the type inferred from JSON"},
             {"name": "delete.enabled", "type": "BOOLEAN", "required": false, "default_value": "false", "documentation": "A tombstone (null value) deletes the row with the record's key; needs pk.mode=record_key"},
+            {"name": "truncate.enabled", "type": "BOOLEAN", "required": false, "default_value": "false", "documentation": "A truncate change event (op t) empties its table"},
             {"name": "upsert.guard.column", "type": "STRING", "required": false, "default_value": null, "documentation": "Update a row only when this column's incoming value is greater than the stored one"},
             {"name": "change.events.guard", "type": "STRING", "required": false, "default_value": "none", "documentation": "Debezium change events: lsn or ts_ms keeps the source's position in __source_lsn (__source_ts_ms) and updates a row only from a newer event"},
             {"name": "offsets.table.name", "type": "STRING", "required": false, "default_value": "sluice_offsets", "documentation": "Table for offsets stored with the rows (delivery.guarantee=exactly-once)"},
@@ -526,6 +531,10 @@ enum Op {
     Write(Row),
     /// A tombstone with `delete.enabled`: the key's columns and values.
     Delete(Vec<String>, Vec<SqlValue>),
+    /// A truncate change event with `truncate.enabled`: every row goes.
+    /// Only ever first in a table's operations (what came before it in
+    /// the batch is dropped when it is planned).
+    Truncate,
 }
 
 /// Which operations count when each key (`keys[i]` is `ops[i]`'s) keeps
@@ -565,6 +574,7 @@ impl Op {
         match self {
             Op::Write(r) => &r.pk,
             Op::Delete(_, pk) => pk,
+            Op::Truncate => &[],
         }
     }
 
@@ -574,6 +584,7 @@ impl Op {
         match self {
             Op::Write(r) => info.coerced(&r.pk_names, &r.pk),
             Op::Delete(names, pk) => info.coerced(names, pk),
+            Op::Truncate => Vec::new(),
         }
     }
 }
@@ -585,6 +596,7 @@ type StatementRows = (Vec<String>, Vec<String>, Vec<Vec<SqlValue>>);
 enum Phase {
     Write(Vec<Row>),
     Delete(Vec<String>, Vec<Vec<SqlValue>>),
+    Truncate,
 }
 
 /// Turns records into operations: the CPU-bound part of a `put`, run off
@@ -803,6 +815,19 @@ impl Planner {
             // in the table of its source.
             let unwrapped = change_event::unwrap(record, self.cfg.change_guard)?;
             let (op, table) = match &unwrapped {
+                Some(u) if u.truncate => {
+                    if !self.cfg.truncate_enabled {
+                        return Err(ConnectError::data(format!(
+                            "change event {} is a truncate: set truncate.enabled=true to empty the table, or leave truncates out at the source (Debezium's default skipped.operations=t)",
+                            record.coordinates()
+                        ))
+                        .with_class("UnsupportedChangeEvent"));
+                    }
+                    (
+                        Op::Truncate,
+                        self.cfg.table_for(&record.topic, Some(&u.source)),
+                    )
+                }
                 Some(u) => (
                     self.op_from(&u.record)?,
                     self.cfg.table_for(&record.topic, Some(&u.source)),
@@ -835,6 +860,10 @@ impl Planner {
                     slot
                 }
             };
+            if matches!(op, Op::Truncate) {
+                // What the batch wrote to the table before is emptied too.
+                by_table[slot].1.clear();
+            }
             by_table[slot].1.push(op);
         }
         // Only the last operation per key as written counts (the table is
@@ -875,6 +904,7 @@ impl JdbcSinkTask {
                 }
                 (_, Op::Write(row)) => phases.push(Phase::Write(vec![row])),
                 (_, Op::Delete(names, key)) => phases.push(Phase::Delete(names, vec![key])),
+                (_, Op::Truncate) => phases.push(Phase::Truncate),
             }
         }
         phases
@@ -961,6 +991,7 @@ impl JdbcSinkTask {
                         pk = names.clone();
                     }
                 }
+                Op::Truncate => {}
             }
         }
         let ctx = |what: &str| format!("{what} table `{table}`");
@@ -1093,6 +1124,12 @@ impl JdbcSinkTask {
         };
         for phase in phases {
             match phase {
+                Phase::Truncate => {
+                    let sql = format!("DELETE FROM {}", conn.dialect().quote_table(table));
+                    conn.execute(&sql)
+                        .await
+                        .map_err(|e| classify(format!("emptying `{table}` (a truncate)"), e))?;
+                }
                 Phase::Delete(names, keys) => {
                     let key_columns = names
                         .iter()
@@ -1168,6 +1205,24 @@ impl JdbcSinkTask {
         plan: Vec<(String, Vec<Op>)>,
     ) -> Result<(), ConnectError> {
         for (table, ops) in plan {
+            if ops.iter().all(|op| matches!(op, Op::Truncate)) {
+                // Nothing to create a table from: empty it if it exists.
+                let exists = self.tables.contains_key(&table)
+                    || !conn
+                        .describe(&table)
+                        .await
+                        .map_err(|e| {
+                            classify(format!("reading the columns of table `{table}`"), e)
+                        })?
+                        .is_empty();
+                if exists {
+                    let sql = format!("DELETE FROM {}", conn.dialect().quote_table(&table));
+                    conn.execute(&sql)
+                        .await
+                        .map_err(|e| classify(format!("emptying `{table}` (a truncate)"), e))?;
+                }
+                continue;
+            }
             let info = match (conn.dialect(), self.tables.get(&table)) {
                 (Dialect::MySql, Some(info)) => info.clone(),
                 _ => self.prepare_table(conn, &table, &ops).await?,

@@ -344,6 +344,7 @@ async fn postgres_cdc_heartbeats_advance_an_idle_slot_and_a_lost_connection_is_r
             "table.include.list": "public.customers",
             "heartbeat.interval.ms": "300",
             "status.update.interval.ms": "300",
+            "skipped.operations": "none",
         }),
     ))
     .await;
@@ -425,6 +426,12 @@ async fn postgres_cdc_heartbeats_advance_an_idle_slot_and_a_lost_connection_is_r
         .map(|(_, v)| payload(v)["source"]["lsn"].as_i64().unwrap())
         .collect();
     assert!(lsns.windows(2).all(|w| w[0] < w[1]), "{lsns:?}");
+    // A truncate (skipped.operations=none): an event with no key, whose
+    // key is written as null with no schema (as Debezium's).
+    db_exec(&url, "TRUNCATE customers").await;
+    let all = events(&env, "shop.public.customers", 8).await;
+    assert_eq!(payload(&all[7].1)["op"], "t");
+    assert_eq!(all[7].0, Value::Null, "a truncate has no key");
     let status = env.worker.status("hb").await.unwrap();
     assert_eq!(
         status.tasks[0].1.state,
@@ -669,4 +676,68 @@ async fn jdbc_sink_routes_change_events_by_regex_and_keeps_the_newest_by_lsn_on_
         [vec!["items".to_string()], vec!["other".into()]],
         "`unrelated` is not matched"
     );
+}
+
+/// The task itself, without a worker: a stop after a poll whose batch was
+/// never committed to Kafka must not confirm that batch to the slot (a
+/// SIGKILLed run's successor would find the slot past its stored offset:
+/// data loss).
+#[tokio::test(flavor = "multi_thread")]
+async fn postgres_cdc_stop_confirms_only_what_was_committed() {
+    use sluice_sdk::{SourceConnector, TaskContext};
+    let Some(base) = postgres_url() else { return };
+    let slot = "sluice_cdc_stop";
+    drop_slot_if_any(&base, slot).await;
+    let url = fresh_database(&base, "cdc_stop").await;
+    db_exec(
+        &url,
+        "CREATE TABLE customers (id int PRIMARY KEY, name text); INSERT INTO customers VALUES (1, 'ann');",
+    )
+    .await;
+    let config: sluice_sdk::ConfigMap = connector(
+        "stop",
+        &url,
+        slot,
+        json!({"table.include.list": "public.customers"}),
+    )["config"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(k, _)| !k.contains("converter") && *k != "connector.class")
+        .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
+        .collect();
+    let connector = sluice_connector_postgres_cdc::PostgresCdcConnector;
+    let mut task = connector
+        .create_task(&config, TaskContext::default(), Default::default())
+        .unwrap();
+    // The snapshot, committed; then the stream is opened and committed.
+    let mut polled = 0;
+    while polled < 1 {
+        polled += task.poll().await.unwrap().unwrap().len();
+    }
+    for _ in 0..3 {
+        task.poll().await.unwrap();
+        task.commit().await.unwrap();
+    }
+    let committed = eventually(Duration::from_secs(30), "the slot confirmed", || {
+        let base = base.clone();
+        async move { confirmed_lsn(&base, slot).await.filter(|c| *c > 0) }
+    })
+    .await;
+    // Changes polled but never committed, then a stop.
+    db_exec(&url, "INSERT INTO customers VALUES (2, 'bob'), (3, 'cy')").await;
+    let mut changes = Vec::new();
+    while changes.is_empty() {
+        changes = task.poll().await.unwrap().unwrap();
+    }
+    let change_lsn = changes[0].source_offset["lsn"].as_i64().unwrap();
+    assert!(change_lsn > committed);
+    task.stop().await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let after = confirmed_lsn(&base, slot).await.unwrap();
+    assert!(
+        after < change_lsn,
+        "the stop confirmed LSN {after}, past the uncommitted change at {change_lsn} (committed: {committed})"
+    );
+    drop_slot_if_any(&base, slot).await;
 }

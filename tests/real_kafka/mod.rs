@@ -13,6 +13,7 @@
 //! `SLUICE_TEST_KAFKA_<KEY>`, e.g. `SLUICE_TEST_KAFKA_SECURITY_PROTOCOL`).
 
 mod bounce;
+mod cdc;
 mod compat_rest;
 mod jdbc_sink;
 mod membership;

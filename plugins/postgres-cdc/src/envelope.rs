@@ -287,7 +287,8 @@ impl EventWriter<'_> {
             ("ts_ns".into(), Json::int(processed_us.saturating_mul(1000))),
         ]);
         let key_bytes = key.as_ref().map(Json::to_bytes);
-        let key_schema = if self.key_schemas {
+        // No key (a truncate, a table without one): null, with no schema.
+        let key_schema = if self.key_schemas && key.is_some() {
             table.key_schema.clone()
         } else {
             None

@@ -1056,9 +1056,9 @@ impl SourceTask for CdcTask {
     async fn stop(&mut self) {
         self.stopping = true;
         if let Some(mut stream) = self.stream.take() {
-            if let Some(lsn) = self.confirmable {
-                stream.shared_lsn_feedback.update_applied_lsn(lsn.0);
-            }
+            // Only what `commit` confirmed: a batch polled since may never
+            // reach Kafka (the task stops because its transaction failed),
+            // and confirming it would free WAL that Kafka lacks.
             let _ = stream.send_feedback().await;
             let _ = stream.stop().await;
         }

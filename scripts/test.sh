@@ -32,7 +32,7 @@ promtool check rules examples/monitoring/alerts.yml
 promtool test rules examples/monitoring/alerts_test.yml
 
 cargo fmt --all --check
-for guest in examples/transforms/rust plugins/transforms plugins/http-sink tests/guests tests/native fuzz; do
+for guest in examples/transforms/rust examples/cdc/mask-email plugins/transforms plugins/http-sink tests/guests tests/native fuzz; do
   cargo fmt --all --check --manifest-path "$guest/Cargo.toml"
 done
 # The example transforms in other languages are built and checked by the

@@ -74,18 +74,18 @@ async fn snapshot(url: &str, source: bool) -> Vec<Vec<Vec<String>>> {
     };
     let queries = [
         format!(
-            "SELECT {}, name, {email}, {} FROM customers ORDER BY id",
+            "SELECT {}, name, {email}, {} FROM customers ORDER BY customers.id",
             text("id"),
             money("balance")
         ),
         format!(
-            "SELECT {}, {}, status, {} FROM orders ORDER BY id",
+            "SELECT {}, {}, status, {} FROM orders ORDER BY orders.id",
             text("id"),
             text("customer_id"),
             money("total")
         ),
         format!(
-            "SELECT {}, {}, sku, {} FROM order_lines ORDER BY order_id, line",
+            "SELECT {}, {}, sku, {} FROM order_lines ORDER BY order_lines.order_id, order_lines.line",
             text("order_id"),
             text("line"),
             text("qty")
@@ -224,7 +224,6 @@ async fn the_cdc_demo_replicates_exactly_once_while_the_worker_is_killed() {
         c["transforms.mask.module"] = json!(mask.display().to_string());
         c["consumer.override.session.timeout.ms"] = json!("6000");
         c["consumer.override.heartbeat.interval.ms"] = json!("500");
-        c["consumer.override.metadata.max.age.ms"] = json!("1000");
         c["errors.infrastructure.retry.timeout"] = json!("-1");
         c
     };

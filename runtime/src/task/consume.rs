@@ -39,17 +39,29 @@ pub(crate) fn task_consumer(
         env.metrics.clone(),
     );
     context = context.with_longest_batch(longest_batch(&env.common));
+    // A `topics.regex` subscription sees a new topic at the next metadata
+    // refresh: every 10 s rather than librdkafka's 5 minutes, so a CDC
+    // source's new tables reach their sinks soon (an override wins).
+    let mut overrides = env.common.consumer_overrides.clone();
+    if env.common.topics_regex.is_some() {
+        overrides
+            .entry("topic.metadata.refresh.interval.ms".into())
+            .or_insert_with(|| REGEX_METADATA_REFRESH_MS.into());
+    }
     let consumer = env
         .clients
         .consumer(
             &group_id(&env.connector),
             &env.client_id(),
             context,
-            &env.common.consumer_overrides,
+            &overrides,
         )
         .map_err(|e| ConnectError::fatal("creating the Kafka consumer").with_source(e))?;
     Ok((Arc::new(consumer), events_rx))
 }
+
+/// How often a `topics.regex` consumer looks for new matching topics.
+const REGEX_METADATA_REFRESH_MS: &str = "10000";
 
 /// Moves newly assigned partitions (paused by the assignment callback) to
 /// the group's committed offset, or the beginning where the group has

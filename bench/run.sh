@@ -14,6 +14,8 @@
 #                           Apache Kafka
 #                           (runtime/benches/pipelines.rs lists its
 #                           SLUICE_BENCH_* size and rate settings)
+#   bench/run.sh cdc        postgres-cdc's snapshot and stream against COPY TO
+#                           and the server's own logical decoding
 #   bench/run.sh kafka-connect  side by side with Apache Kafka Connect 4.1.1:
 #                           file and PostgreSQL sinks, with and without a
 #                           transform (runtime/benches/kafka_connect.rs)
@@ -47,6 +49,11 @@ if [[ "$which" == all || "$which" == guarantees ]]; then
   export SLUICE_BENCH_POSTGRES_URL="$SLUICE_TEST_POSTGRES_URL"
   start_kafka
   cargo bench --locked -p sluice-runtime --bench guarantees
+fi
+if [[ "$which" == all || "$which" == cdc ]]; then
+  eval "$(scripts/postgres.sh start)"
+  export SLUICE_BENCH_POSTGRES_URL="$SLUICE_TEST_POSTGRES_URL"
+  cargo bench --locked -p sluice-runtime --bench cdc
 fi
 if [[ "$which" == all || "$which" == transform ]]; then
   cargo bench --locked -p sluice-runtime --bench transform

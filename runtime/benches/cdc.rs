@@ -169,7 +169,11 @@ async fn run() {
         )
         .await;
     }
-    pg_exec(&base, "DROP DATABASE IF EXISTS sluice_bench_cdc WITH (FORCE)").await;
+    pg_exec(
+        &base,
+        "DROP DATABASE IF EXISTS sluice_bench_cdc WITH (FORCE)",
+    )
+    .await;
     pg_exec(&base, "CREATE DATABASE sluice_bench_cdc").await;
     let (server, _) = base.rsplit_once('/').unwrap();
     let url = format!("{server}/sluice_bench_cdc");
@@ -194,21 +198,30 @@ async fn run() {
     // Connections are opened before and closed after a phase: a backend's
     // CPU time leaves /proc with it.
     let mut conn = sqlx::PgConnection::connect(&url).await.unwrap();
-    let copy = measure("COPY (SELECT * FROM orders) TO STDOUT", rows, true, || async {
-        let mut stream = conn
-            .copy_out_raw("COPY (SELECT * FROM orders) TO STDOUT")
-            .await
-            .unwrap();
-        let mut bytes = 0usize;
-        use futures::StreamExt as _;
-        while let Some(chunk) = stream.next().await {
-            bytes += chunk.unwrap().len();
-        }
-        assert!(bytes > rows * 20, "COPY returned {bytes} bytes");
-    })
+    let copy = measure(
+        "COPY (SELECT * FROM orders) TO STDOUT",
+        rows,
+        true,
+        || async {
+            let mut stream = conn
+                .copy_out_raw("COPY (SELECT * FROM orders) TO STDOUT")
+                .await
+                .unwrap();
+            let mut bytes = 0usize;
+            use futures::StreamExt as _;
+            while let Some(chunk) = stream.next().await {
+                bytes += chunk.unwrap().len();
+            }
+            assert!(bytes > rows * 20, "COPY returned {bytes} bytes");
+        },
+    )
     .await;
 
-    let (user_host, _) = url.strip_prefix("postgres://").unwrap().rsplit_once('/').unwrap();
+    let (user_host, _) = url
+        .strip_prefix("postgres://")
+        .unwrap()
+        .rsplit_once('/')
+        .unwrap();
     let (user, hostport) = user_host.split_once('@').unwrap();
     let (host, port) = hostport.split_once(':').unwrap();
     let config: ConfigMap = [
@@ -234,14 +247,19 @@ async fn run() {
     let mut task = connector
         .create_task(&config, context, Default::default())
         .unwrap();
-    let snapshot = measure("postgres-cdc snapshot (Debezium events, with schemas)", rows, true, || async {
-        let mut read = 0;
-        while read < rows {
-            read += task.poll().await.unwrap().unwrap().len();
-            task.commit().await.unwrap();
-        }
-        assert_eq!(read, rows);
-    })
+    let snapshot = measure(
+        "postgres-cdc snapshot (Debezium events, with schemas)",
+        rows,
+        true,
+        || async {
+            let mut read = 0;
+            while read < rows {
+                read += task.poll().await.unwrap().unwrap().len();
+                task.commit().await.unwrap();
+            }
+            assert_eq!(read, rows);
+        },
+    )
     .await;
 
     // The same WAL for both streams: a second slot from here on.
@@ -255,27 +273,37 @@ async fn run() {
     for start in (0..rows).step_by(1000) {
         pg_exec(&url, &load(rows + 1 + start, 1000.min(rows - start))).await;
     }
-    let stream = measure("postgres-cdc stream (Debezium events, with schemas)", rows, true, || async {
-        let mut read = 0;
-        while read < rows {
-            let batch = task.poll().await.unwrap().unwrap();
-            read += batch.len();
-            task.commit().await.unwrap();
-        }
-        assert_eq!(read, rows);
-    })
+    let stream = measure(
+        "postgres-cdc stream (Debezium events, with schemas)",
+        rows,
+        true,
+        || async {
+            let mut read = 0;
+            while read < rows {
+                let batch = task.poll().await.unwrap().unwrap();
+                read += batch.len();
+                task.commit().await.unwrap();
+            }
+            assert_eq!(read, rows);
+        },
+    )
     .await;
-    let decode = measure("the server decoding the same WAL (pgoutput, no client)", rows, false, || async {
-        let changes: i64 = sqlx::query_scalar(&format!(
+    let decode = measure(
+        "the server decoding the same WAL (pgoutput, no client)",
+        rows,
+        false,
+        || async {
+            let changes: i64 = sqlx::query_scalar(&format!(
             "SELECT count(*) FROM pg_logical_slot_get_binary_changes('{BASELINE_SLOT}', NULL, NULL,
                'proto_version', '1', 'publication_names', 'sluice_bench_cdc')"
         ))
-        .fetch_one(&mut conn)
-        .await
-        .unwrap();
-        // BEGIN, COMMIT and RELATION messages besides one INSERT per row.
-        assert!(changes as usize >= rows, "{changes} messages");
-    })
+            .fetch_one(&mut conn)
+            .await
+            .unwrap();
+            // BEGIN, COMMIT and RELATION messages besides one INSERT per row.
+            assert!(changes as usize >= rows, "{changes} messages");
+        },
+    )
     .await;
     conn.close().await.unwrap();
     task.stop().await;
@@ -288,7 +316,9 @@ async fn run() {
     }
 
     println!("\n## postgres-cdc ({rows} rows; one run on one server)\n");
-    println!("| phase | events | events/s | rate / baseline | client CPU s per M | server CPU s per M | peak RSS growth MiB |");
+    println!(
+        "| phase | events | events/s | rate / baseline | client CPU s per M | server CPU s per M | peak RSS growth MiB |"
+    );
     println!("|---|---|---|---|---|---|---|");
     println!("{}", copy.row(None));
     println!("{}", snapshot.row(Some(&copy)));

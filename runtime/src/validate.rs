@@ -695,7 +695,13 @@ mod tests {
         let keys: Vec<&str> = found.iter().map(|(k, _)| k.as_str()).collect();
         assert_eq!(
             keys,
-            ["tasks.max", "topics", "insert.mode", "connection.url"],
+            [
+                "tasks.max",
+                "topics",
+                "topics.regex",
+                "insert.mode",
+                "connection.url"
+            ],
             "{found:?}"
         );
         assert!(

@@ -10,32 +10,9 @@ use serde_json::{Value, json};
 use crate::fixtures::{self, InProcess, eventually};
 use crate::postgres::postgres_url;
 
-/// Runs SQL (several statements, as a script) on `url`.
-async fn db_exec(url: &str, sql: &str) {
-    use sqlx::Connection;
-    let mut conn = sqlx::PgConnection::connect(url).await.unwrap();
-    sqlx::raw_sql(sql)
-        .execute(&mut conn)
-        .await
-        .unwrap_or_else(|e| panic!("{sql}: {e}"));
-    conn.close().await.unwrap();
-}
-
-/// A database of the test's own on the test server, and its URL.
-async fn fresh_database(base: &str, name: &str) -> String {
-    db_exec(
-        base,
-        &format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"),
-    )
-    .await;
-    db_exec(base, &format!("CREATE DATABASE {name}")).await;
-    let (server, _) = base.rsplit_once('/').expect("a database URL");
-    format!("{server}/{name}")
-}
-
 /// Drops a slot left by an earlier run of the same test.
 async fn drop_slot_if_any(base: &str, slot: &str) {
-    db_exec(
+    fixtures::pg_script(
         base,
         &format!(
             "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = '{slot}' AND NOT active"
@@ -101,8 +78,8 @@ async fn postgres_cdc_snapshots_then_streams_debezium_events() {
     let Some(base) = postgres_url() else { return };
     let slot = "sluice_cdc_stream";
     drop_slot_if_any(&base, slot).await;
-    let url = fresh_database(&base, "cdc_stream").await;
-    db_exec(
+    let url = fixtures::fresh_pg_database(&base, "cdc_stream").await;
+    fixtures::pg_script(
         &url,
         "CREATE TABLE customers (id serial PRIMARY KEY, name text NOT NULL, balance numeric(10,2),
            joined timestamptz, tags text[]);
@@ -164,7 +141,7 @@ async fn postgres_cdc_snapshots_then_streams_debezium_events() {
 
     // The stream: an insert, an update, a delete (with its tombstone), a
     // transaction over both tables, a column added.
-    db_exec(
+    fixtures::pg_script(
         &url,
         "INSERT INTO customers (name, balance) VALUES ('cy', 1.00);
          UPDATE customers SET balance = 11.00 WHERE id = 1;
@@ -227,7 +204,7 @@ async fn postgres_cdc_snapshots_then_streams_debezium_events() {
     // A task restart resumes after the last event: nothing again, nothing
     // missed.
     env.worker.restart_task("cdc", 0).await.unwrap();
-    db_exec(&url, "INSERT INTO orders VALUES (103, 1, 'after restart');").await;
+    fixtures::pg_script(&url, "INSERT INTO orders VALUES (103, 1, 'after restart');").await;
     let orders = events(&env, "shop.public.orders", 6).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let all = fixtures::read_topic(env.broker.bootstrap_servers(), "shop.public.orders");
@@ -260,8 +237,8 @@ async fn postgres_cdc_refuses_a_server_without_logical_decoding_and_a_dropped_sl
     let Some(base) = postgres_url() else { return };
     let slot = "sluice_cdc_faults";
     drop_slot_if_any(&base, slot).await;
-    let url = fresh_database(&base, "cdc_faults").await;
-    db_exec(
+    let url = fixtures::fresh_pg_database(&base, "cdc_faults").await;
+    fixtures::pg_script(
         &url,
         "CREATE TABLE customers (id int PRIMARY KEY, name text);
          INSERT INTO customers VALUES (1, 'ann');",
@@ -269,12 +246,12 @@ async fn postgres_cdc_refuses_a_server_without_logical_decoding_and_a_dropped_sl
     .await;
     let env = InProcess::start();
     // A publication that lacks a captured table, and may not be changed.
-    db_exec(
+    fixtures::pg_script(
         &url,
         &format!("CREATE PUBLICATION {slot}_pub FOR TABLE customers"),
     )
     .await;
-    db_exec(&url, "CREATE TABLE orders (id int PRIMARY KEY)").await;
+    fixtures::pg_script(&url, "CREATE TABLE orders (id int PRIMARY KEY)").await;
     env.create(connector(
         "faults",
         &url,
@@ -288,7 +265,7 @@ async fn postgres_cdc_refuses_a_server_without_logical_decoding_and_a_dropped_sl
 
     // Streaming, then the slot is dropped under it: the task fails and says
     // what is lost, rather than starting over silently.
-    db_exec(
+    fixtures::pg_script(
         &url,
         &format!("ALTER PUBLICATION {slot}_pub ADD TABLE orders"),
     )
@@ -296,7 +273,7 @@ async fn postgres_cdc_refuses_a_server_without_logical_decoding_and_a_dropped_sl
     env.create(connector("faults2", &url, slot, json!({})))
         .await;
     events(&env, "shop.public.customers", 1).await;
-    db_exec(&url, "INSERT INTO customers VALUES (2, 'bob')").await;
+    fixtures::pg_script(&url, "INSERT INTO customers VALUES (2, 'bob')").await;
     events(&env, "shop.public.customers", 2).await;
     env.worker.stop("faults2").await.unwrap();
     drop_slot_if_any(&base, slot).await;
@@ -327,8 +304,8 @@ async fn postgres_cdc_heartbeats_advance_an_idle_slot_and_a_lost_connection_is_r
     let Some(base) = postgres_url() else { return };
     let slot = "sluice_cdc_heartbeat";
     drop_slot_if_any(&base, slot).await;
-    let url = fresh_database(&base, "cdc_heartbeat").await;
-    db_exec(
+    let url = fixtures::fresh_pg_database(&base, "cdc_heartbeat").await;
+    fixtures::pg_script(
         &url,
         "CREATE TABLE customers (id int PRIMARY KEY, name text);
          CREATE TABLE noise (n int);
@@ -352,7 +329,7 @@ async fn postgres_cdc_heartbeats_advance_an_idle_slot_and_a_lost_connection_is_r
 
     // Only tables that are not captured change: no event, yet heartbeats
     // are written and the slot lets go of the WAL they passed.
-    db_exec(&url, "INSERT INTO noise SELECT generate_series(1, 5000)").await;
+    fixtures::pg_script(&url, "INSERT INTO noise SELECT generate_series(1, 5000)").await;
     let written: i64 = fixtures::db_rows(&url, "SELECT (pg_current_wal_lsn() - '0/0')::text").await
         [0][0]
         .parse()
@@ -408,7 +385,7 @@ async fn postgres_cdc_heartbeats_advance_an_idle_slot_and_a_lost_connection_is_r
             "round {round}: the walsender was running"
         );
         let first = 10 * (round + 1);
-        db_exec(
+        fixtures::pg_script(
             &url,
             &format!(
                 "INSERT INTO customers VALUES ({first}, 'a'), ({}, 'b'); UPDATE customers SET name = 'x' WHERE id = 1;",
@@ -428,7 +405,7 @@ async fn postgres_cdc_heartbeats_advance_an_idle_slot_and_a_lost_connection_is_r
     assert!(lsns.windows(2).all(|w| w[0] < w[1]), "{lsns:?}");
     // A truncate (skipped.operations=none): an event with no key, whose
     // key is written as null with no schema (as Debezium's).
-    db_exec(&url, "TRUNCATE customers").await;
+    fixtures::pg_script(&url, "TRUNCATE customers").await;
     let all = events(&env, "shop.public.customers", 8).await;
     assert_eq!(payload(&all[7].1)["op"], "t");
     assert_eq!(all[7].0, Value::Null, "a truncate has no key");
@@ -476,9 +453,9 @@ async fn postgres_cdc_replicates_tables_into_another_server_through_the_jdbc_sin
     let target_base = target_url();
     let slot = "sluice_cdc_replica";
     drop_slot_if_any(&base, slot).await;
-    let url = fresh_database(&base, "cdc_replica_src").await;
-    let target = fresh_database(&target_base, "cdc_replica_dst").await;
-    db_exec(
+    let url = fixtures::fresh_pg_database(&base, "cdc_replica_src").await;
+    let target = fixtures::fresh_pg_database(&target_base, "cdc_replica_dst").await;
+    fixtures::pg_script(
         &url,
         "CREATE TABLE customers (id int PRIMARY KEY, name text NOT NULL, balance numeric(12,2));
          CREATE TABLE orders (id bigint PRIMARY KEY, customer_id int NOT NULL, placed timestamp(3), note text);
@@ -506,7 +483,7 @@ async fn postgres_cdc_replicates_tables_into_another_server_through_the_jdbc_sin
         "value.converter.schemas.enable": "true",
     }}))
     .await;
-    db_exec(
+    fixtures::pg_script(
         &url,
         "INSERT INTO customers VALUES (3, 'cy', 3.25);
          UPDATE customers SET balance = 99.99 WHERE id = 1;
@@ -688,8 +665,8 @@ async fn postgres_cdc_stop_confirms_only_what_was_committed() {
     let Some(base) = postgres_url() else { return };
     let slot = "sluice_cdc_stop";
     drop_slot_if_any(&base, slot).await;
-    let url = fresh_database(&base, "cdc_stop").await;
-    db_exec(
+    let url = fixtures::fresh_pg_database(&base, "cdc_stop").await;
+    fixtures::pg_script(
         &url,
         "CREATE TABLE customers (id int PRIMARY KEY, name text); INSERT INTO customers VALUES (1, 'ann');",
     )
@@ -725,7 +702,7 @@ async fn postgres_cdc_stop_confirms_only_what_was_committed() {
     })
     .await;
     // Changes polled but never committed, then a stop.
-    db_exec(&url, "INSERT INTO customers VALUES (2, 'bob'), (3, 'cy')").await;
+    fixtures::pg_script(&url, "INSERT INTO customers VALUES (2, 'bob'), (3, 'cy')").await;
     let mut changes = Vec::new();
     while changes.is_empty() {
         changes = task.poll().await.unwrap().unwrap();

@@ -13,27 +13,6 @@ use sluice_runtime::worker::TargetState;
 use crate::fixtures::{self, InProcess, MariaDbInstance, eventually};
 use crate::postgres::postgres_url;
 
-async fn pg_exec(url: &str, sql: &str) {
-    use sqlx::Connection;
-    let mut conn = sqlx::PgConnection::connect(url).await.unwrap();
-    sqlx::raw_sql(sql)
-        .execute(&mut conn)
-        .await
-        .unwrap_or_else(|e| panic!("{sql}: {e}"));
-    conn.close().await.unwrap();
-}
-
-async fn fresh_pg_database(base: &str, name: &str) -> String {
-    pg_exec(
-        base,
-        &format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"),
-    )
-    .await;
-    pg_exec(base, &format!("CREATE DATABASE {name}")).await;
-    let (server, _) = base.rsplit_once('/').expect("a database URL");
-    format!("{server}/{name}")
-}
-
 fn source(name: &str, url: &str, extra: Value) -> Value {
     let mut config = json!({
         "connector.class": "io.confluent.connect.jdbc.JdbcSourceConnector",
@@ -78,8 +57,8 @@ async fn source_offsets(env: &InProcess, name: &str) -> Vec<Value> {
 #[tokio::test(flavor = "multi_thread")]
 async fn jdbc_source_timestamp_incrementing_on_postgres_with_confluent_offsets() {
     let Some(base) = postgres_url() else { return };
-    let url = fresh_pg_database(&base, "jdbcsrc").await;
-    pg_exec(
+    let url = fixtures::fresh_pg_database(&base, "jdbcsrc").await;
+    fixtures::pg_script(
         &url,
         "CREATE TABLE items (id serial PRIMARY KEY, name text NOT NULL, price numeric(10,2),
            updated_at timestamp NOT NULL DEFAULT (now() AT TIME ZONE 'UTC'), born date, raw bytea);
@@ -161,7 +140,7 @@ async fn jdbc_source_timestamp_incrementing_on_postgres_with_confluent_offsets()
 
     // An update (a newer timestamp) and an insert are read; an old row
     // that is not touched is not read again.
-    pg_exec(
+    fixtures::pg_script(
         &url,
         "UPDATE items SET name = 'ann2', updated_at = '2026-01-03 00:00:00' WHERE id = 1;
          INSERT INTO items (name, updated_at) VALUES ('dee', '2026-01-03 00:00:00');",
@@ -173,7 +152,7 @@ async fn jdbc_source_timestamp_incrementing_on_postgres_with_confluent_offsets()
 
     // A restart resumes from the stored offset: nothing read twice.
     env.herder.delete("items-src").await.unwrap();
-    pg_exec(
+    fixtures::pg_script(
         &url,
         "INSERT INTO items (name, updated_at) VALUES ('eve', '2026-01-04 00:00:00')",
     )
@@ -227,8 +206,8 @@ async fn jdbc_source_timestamp_incrementing_on_postgres_with_confluent_offsets()
 #[tokio::test(flavor = "multi_thread")]
 async fn jdbc_source_timestamp_mode_waits_out_the_delay_on_postgres() {
     let Some(base) = postgres_url() else { return };
-    let url = fresh_pg_database(&base, "jdbcsrc_delay").await;
-    pg_exec(
+    let url = fixtures::fresh_pg_database(&base, "jdbcsrc_delay").await;
+    fixtures::pg_script(
         &url,
         "CREATE TABLE ticks (id int PRIMARY KEY, at timestamptz NOT NULL);
          INSERT INTO ticks VALUES (1, now() - interval '1 hour');",
@@ -264,7 +243,7 @@ async fn jdbc_source_timestamp_mode_waits_out_the_delay_on_postgres() {
     };
     assert_eq!(read(1).await, [1]);
     // A row stamped now is held back until it is 3 s old.
-    pg_exec(&url, "INSERT INTO ticks VALUES (2, now())").await;
+    fixtures::pg_script(&url, "INSERT INTO ticks VALUES (2, now())").await;
     tokio::time::sleep(Duration::from_millis(1200)).await;
     assert_eq!(
         read(1).await,
@@ -453,8 +432,8 @@ async fn jdbc_source_incrementing_on_mariadb() {
 #[tokio::test(flavor = "multi_thread")]
 async fn jdbc_source_refuses_what_it_cannot_read_by_name() {
     let Some(base) = postgres_url() else { return };
-    let url = fresh_pg_database(&base, "jdbcsrc_bad").await;
-    pg_exec(
+    let url = fixtures::fresh_pg_database(&base, "jdbcsrc_bad").await;
+    fixtures::pg_script(
         &url,
         "CREATE TABLE loose (id int, changed timestamp);
          CREATE TABLE two_serials (a serial, b serial);",

@@ -21,27 +21,6 @@ use crate::postgres::postgres_url;
 
 const TABLES: [&str; 3] = ["customers", "orders", "order_lines"];
 
-async fn exec(url: &str, sql: &str) {
-    use sqlx::Connection;
-    let mut conn = sqlx::PgConnection::connect(url).await.unwrap();
-    sqlx::raw_sql(sql)
-        .execute(&mut conn)
-        .await
-        .unwrap_or_else(|e| panic!("{sql}: {e}"));
-    conn.close().await.unwrap();
-}
-
-async fn fresh_database(base: &str, name: &str) -> String {
-    exec(
-        base,
-        &format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"),
-    )
-    .await;
-    exec(base, &format!("CREATE DATABASE {name}")).await;
-    let (server, _) = base.rsplit_once('/').expect("a database URL");
-    format!("{server}/{name}")
-}
-
 /// A shipped connector config, as JSON.
 fn example(file: &str) -> Value {
     let path = fixtures::repo_root().join("examples/cdc").join(file);
@@ -182,9 +161,9 @@ async fn the_cdc_demo_replicates_exactly_once_while_the_worker_is_killed() {
     });
     let bootstrap = broker().bootstrap.clone();
     let slot = format!("demo_{}", std::process::id());
-    let source_url = fresh_database(&base, "cdc_demo_src").await;
-    let replica_url = fresh_database(&target_base, "cdc_demo_dst").await;
-    exec(
+    let source_url = fixtures::fresh_pg_database(&base, "cdc_demo_src").await;
+    let replica_url = fixtures::fresh_pg_database(&target_base, "cdc_demo_dst").await;
+    fixtures::pg_script(
         &source_url,
         &std::fs::read_to_string(fixtures::repo_root().join("examples/cdc/schema.sql")).unwrap(),
     )
@@ -350,7 +329,7 @@ async fn the_cdc_demo_replicates_exactly_once_while_the_worker_is_killed() {
     }
     sluice.child.kill().unwrap();
     sluice.child.wait().unwrap();
-    exec(
+    fixtures::pg_script(
         &base,
         &format!(
             "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = '{slot}' AND NOT active"

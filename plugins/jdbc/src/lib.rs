@@ -537,6 +537,16 @@ enum Op {
     Truncate,
 }
 
+/// A truncate change event's work: every row of `table` deleted (in the
+/// batch's transaction; SQLite has no `TRUNCATE`).
+async fn empty_table(conn: &mut db::Conn<'_>, table: &str) -> Result<(), ConnectError> {
+    let sql = format!("DELETE FROM {}", conn.dialect().quote_table(table));
+    conn.execute(&sql)
+        .await
+        .map(|_| ())
+        .map_err(|e| classify(format!("emptying `{table}` (a truncate)"), e))
+}
+
 /// Which operations count when each key (`keys[i]` is `ops[i]`'s) keeps
 /// only its last one, with a guard its newest write.
 fn latest_per_key(ops: &[Op], keys: &[KeyRef]) -> Vec<bool> {
@@ -1124,12 +1134,7 @@ impl JdbcSinkTask {
         };
         for phase in phases {
             match phase {
-                Phase::Truncate => {
-                    let sql = format!("DELETE FROM {}", conn.dialect().quote_table(table));
-                    conn.execute(&sql)
-                        .await
-                        .map_err(|e| classify(format!("emptying `{table}` (a truncate)"), e))?;
-                }
+                Phase::Truncate => empty_table(conn, table).await?,
                 Phase::Delete(names, keys) => {
                     let key_columns = names
                         .iter()
@@ -1216,10 +1221,7 @@ impl JdbcSinkTask {
                         })?
                         .is_empty();
                 if exists {
-                    let sql = format!("DELETE FROM {}", conn.dialect().quote_table(&table));
-                    conn.execute(&sql)
-                        .await
-                        .map_err(|e| classify(format!("emptying `{table}` (a truncate)"), e))?;
+                    empty_table(conn, &table).await?;
                 }
                 continue;
             }

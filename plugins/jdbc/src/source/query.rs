@@ -72,16 +72,17 @@ pub async fn catalog(pool: &Pool) -> Result<Option<String>, ConnectError> {
     text_scalar(pool, sql).await
 }
 
-/// The database's time now, as UTC text `YYYY-MM-DD HH:MM:SS.ffffff`.
-pub async fn now(pool: &Pool) -> Result<String, ConnectError> {
+/// The database's time now, in UTC.
+pub async fn now(pool: &Pool) -> Result<chrono::NaiveDateTime, ConnectError> {
     let sql = match pool.dialect() {
         Dialect::Postgres => "SELECT to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US')",
         Dialect::MySql => "SELECT DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%d %H:%i:%s.%f')",
         Dialect::Sqlite => "SELECT strftime('%Y-%m-%d %H:%M:%f', 'now')",
     };
-    text_scalar(pool, sql)
+    let text = text_scalar(pool, sql)
         .await?
-        .ok_or_else(|| ConnectError::fatal("the database did not say what time it is"))
+        .ok_or_else(|| ConnectError::fatal("the database did not say what time it is"))?;
+    super::columns::parse_timestamp(&Cell::Text(text)).map_err(ConnectError::fatal)
 }
 
 async fn text_scalar(pool: &Pool, sql: &str) -> Result<Option<String>, ConnectError> {

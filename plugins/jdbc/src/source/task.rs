@@ -99,11 +99,7 @@ impl JdbcSourceTask {
         let timestamp = match self.cfg.timestamp_initial {
             Some(-1) => {
                 let pool = self.pool().await?;
-                let now = query::now(&pool).await?;
-                Some(
-                    columns::parse_timestamp(&columns::Cell::Text(now))
-                        .map_err(ConnectError::fatal)?,
-                )
+                Some(query::now(&pool).await?)
             }
             Some(ms) => chrono::DateTime::from_timestamp_millis(ms).map(|d| d.naive_utc()),
             None => None,
@@ -324,8 +320,6 @@ impl JdbcSourceTask {
         let unit = &self.units[index];
         let until = if unit.statement.mode.uses_timestamp() {
             let now = query::now(&pool).await?;
-            let now =
-                columns::parse_timestamp(&columns::Cell::Text(now)).map_err(ConnectError::fatal)?;
             Some(now - chrono::Duration::milliseconds(self.cfg.timestamp_delay_ms as i64))
         } else {
             None

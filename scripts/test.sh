@@ -12,6 +12,32 @@ scripts/setup.sh
 # message (with its seed and counts) must be what ends it, not a hundred
 # frames. SLUICE_TEST_BACKTRACE=1 brings them back.
 export RUST_BACKTRACE="${SLUICE_TEST_BACKTRACE:-0}"
+
+# CI shows the start and the end of the output, and a failing test's own
+# message sits in the middle, above later output. `cargo_test` keeps each
+# failure's panic message (its first lines) and the end of the run repeats
+# them, so the reason is in the part CI shows.
+failure_digest="$(mktemp)"
+print_failure_digest() {
+  if [[ -s "$failure_digest" ]]; then
+    echo "test: why the failing tests failed (the first lines of each panic):" >&2
+    cat "$failure_digest" >&2
+  fi
+  rm -f "$failure_digest"
+}
+trap print_failure_digest EXIT
+cargo_test() {
+  local log status=0
+  log="$(mktemp)"
+  cargo test "$@" 2>&1 | tee "$log" || status=$?
+  awk '
+    /^---- .* stdout ----$/ { name = $2; left = 0 }
+    /panicked at/ { left = 8; print "== " name }
+    left > 0 { print "   " substr($0, 1, 300); left-- }
+  ' "$log" >>"$failure_digest"
+  rm -f "$log"
+  return "$status"
+}
 eval "$(scripts/postgres.sh start)"
 # A second server: the target change data capture replicates into.
 eval "$(scripts/postgres.sh start target)"
@@ -49,7 +75,7 @@ cargo clippy -p sluice-sdk --features guest --locked -- -D warnings
 cargo clippy -p sluice-sdk --features native --locked -- -D warnings
 cargo clippy --manifest-path plugins/http-sink/Cargo.toml --locked -- -D warnings
 # The real-Kafka suite runs on its own below, after everything else.
-cargo test --workspace --locked -- --skip real_kafka::
+cargo_test --workspace --locked -- --skip real_kafka::
 # The REST API against its own spec: schemathesis on a live worker
 # (scripts/schemathesis.sh): no 5xx, no answer the spec does not allow.
 scripts/schemathesis.sh
@@ -74,13 +100,13 @@ if [[ "$real_kafka" == 1 ]]; then
   eval "$(scripts/kafka-connect.sh start)"
   # --workspace: the same build as the run above (`-p` would unify
   # features differently and compile the runtime again).
-  cargo test --workspace --locked --test integration -- real_kafka:: \
+  cargo_test --workspace --locked --test integration -- real_kafka:: \
     --skip real_kafka::membership:: || status=$?
   # Static membership across restarts, on its own: whether a restarted
   # worker is back within the session timeout is timing, which twenty
   # other real-Kafka tests on the same two cores can starve (two full runs
   # timed out there, the same test alone passes).
-  cargo test --workspace --locked --test integration real_kafka::membership:: || status=$?
+  cargo_test --workspace --locked --test integration real_kafka::membership:: || status=$?
   scripts/kafka-connect.sh stop
   scripts/kafka.sh stop
   exit "$status"

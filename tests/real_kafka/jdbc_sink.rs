@@ -7,7 +7,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::{broker, create_topic, produce_numbered_paced, unique, write_connector, write_worker};
+use super::{
+    broker, create_topic, produce_numbered_paced, produce_numbered_until, unique, write_connector,
+    write_worker,
+};
 use crate::fixtures::{self, PgInstance, SluiceProcess};
 
 #[tokio::test(flavor = "multi_thread")]
@@ -31,7 +34,8 @@ async fn the_exactly_once_jdbc_sink_loses_and_duplicates_nothing_across_sigkills
 #[tokio::test(flavor = "multi_thread")]
 async fn kip848_revocations_while_batches_are_held_lose_and_duplicate_nothing() {
     const PARTITIONS: i32 = 6;
-    const PER_PARTITION: u64 = 3000;
+    // Records a partition in the first and in the last wave.
+    const WAVE: u64 = 1000;
     let Some(pg) = PgInstance::start() else {
         return;
     };
@@ -54,12 +58,16 @@ async fn kip848_revocations_while_batches_are_held_lose_and_duplicate_nothing() 
             "insert.mode": "insert",
             "auto.create": "true",
             "table.name.format": "kip848_rows",
-            "batch.max.records": "50",
+            // A batch fills for a second while the input flows: partitions
+            // revoked then find one in flight (with the default 100 ms,
+            // bursts of input left the tasks idle a fifth of the time, and
+            // a revocation found none on a loaded CI machine).
+            "batch.max.records": "500",
+            "batch.max.ms": "1000",
             "consumer.override.group.protocol": "consumer",
             "errors.infrastructure.retry.timeout": "-1",
         }),
     );
-    let total = PARTITIONS as u64 * PER_PARTITION;
     let rows = || {
         let url = pg.url();
         async move {
@@ -83,18 +91,13 @@ async fn kip848_revocations_while_batches_are_held_lose_and_duplicate_nothing() 
     };
 
     // The input arrives in three waves: A alone, then A and B (partitions
-    // move to B while A holds batches), then B alone after A stops.
-    // Wave `n` of the input, in steps of ten records a partition, `pause`
-    // apart: a paced wave keeps batches in flight while the group changes.
-    let wave = |n: u64, pause: Duration| {
-        let (bootstrap, input) = (bootstrap.clone(), input.clone());
-        let seqs = n * PER_PARTITION / 3..(n + 1) * PER_PARTITION / 3;
-        async move {
-            produce_numbered_paced(&bootstrap, &input, PARTITIONS, seqs, 10, pause).await;
-        }
-    };
+    // move to B while A holds batches), then B alone after A stops. The
+    // first and last are `WAVE` records a partition; the second flows,
+    // a record a partition every few milliseconds, for at least 10 s and
+    // until A's revocation met a batch in flight: however long B takes to
+    // join on a loaded machine, the input still flows when partitions move.
     let mut a = SluiceProcess::start(dir.path(), &[&worker_a, &connector]);
-    wave(0, Duration::ZERO).await;
+    produce_numbered_paced(&bootstrap, &input, PARTITIONS, 0..WAVE, 10, Duration::ZERO).await;
     let deadline = Instant::now() + Duration::from_secs(90);
     while rows_now().await == 0 {
         assert!(
@@ -104,9 +107,23 @@ async fn kip848_revocations_while_batches_are_held_lose_and_duplicate_nothing() 
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    // Wave 1 flows while B joins: batches are in flight when A's
-    // partitions are revoked (about 10 s of input).
-    let flowing = tokio::spawn(wave(1, Duration::from_millis(100)));
+    let stop_flowing = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flowing = tokio::spawn({
+        let (bootstrap, input, stop) = (bootstrap.clone(), input.clone(), stop_flowing.clone());
+        async move {
+            produce_numbered_until(
+                &bootstrap,
+                &input,
+                PARTITIONS,
+                WAVE,
+                1,
+                Duration::from_millis(5),
+                &stop,
+            )
+            .await
+        }
+    });
+    let flowed_for = Instant::now();
     tokio::time::sleep(Duration::from_secs(1)).await;
     let mut b = SluiceProcess::start(dir.path(), &[&worker_b, &connector]);
     // Partitions move from A's members to B's while A runs and holds batches.
@@ -132,9 +149,22 @@ async fn kip848_revocations_while_batches_are_held_lose_and_duplicate_nothing() 
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    flowing.await.unwrap();
+    // The second wave flows for at least 10 s.
+    tokio::time::sleep(Duration::from_secs(10).saturating_sub(flowed_for.elapsed())).await;
+    stop_flowing.store(true, std::sync::atomic::Ordering::SeqCst);
+    let second_wave_end = flowing.await.unwrap();
     a.terminate(Duration::from_secs(60));
-    wave(2, Duration::ZERO).await;
+    let end = second_wave_end + WAVE;
+    produce_numbered_paced(
+        &bootstrap,
+        &input,
+        PARTITIONS,
+        second_wave_end..end,
+        10,
+        Duration::ZERO,
+    )
+    .await;
+    let total = PARTITIONS as u64 * end;
     let deadline = Instant::now() + Duration::from_secs(180);
     loop {
         let (count, distinct) = rows().await;

@@ -251,33 +251,66 @@ pub async fn produce_numbered_paced(
     step: usize,
     pause: Duration,
 ) {
-    let producer: FutureProducer = client_config(bootstrap)
+    let producer = numbered_producer(bootstrap);
+    for chunk in seqs.collect::<Vec<_>>().chunks(step) {
+        send_numbered(&producer, topic, partitions, chunk).await;
+        if !pause.is_zero() {
+            tokio::time::sleep(pause).await;
+        }
+    }
+}
+
+/// [`produce_numbered`]'s records from number `from` on, `step` numbers a
+/// partition every `pause`, until `stop` is set (checked after each step).
+/// Returns the first number not written: input that flows for as long as
+/// the test needs it to, however slow the machine.
+pub async fn produce_numbered_until(
+    bootstrap: &str,
+    topic: &str,
+    partitions: i32,
+    from: u64,
+    step: u64,
+    pause: Duration,
+    stop: &std::sync::atomic::AtomicBool,
+) -> u64 {
+    let producer = numbered_producer(bootstrap);
+    let mut next = from;
+    while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+        let chunk: Vec<u64> = (next..next + step).collect();
+        send_numbered(&producer, topic, partitions, &chunk).await;
+        next += step;
+        tokio::time::sleep(pause).await;
+    }
+    next
+}
+
+fn numbered_producer(bootstrap: &str) -> FutureProducer {
+    client_config(bootstrap)
         .set("linger.ms", "20")
         .set("acks", "all")
         .set("enable.idempotence", "true")
         .create()
-        .unwrap();
-    for chunk in seqs.collect::<Vec<_>>().chunks(step) {
-        let mut sends = Vec::new();
-        for p in 0..partitions {
-            for &seq in chunk {
-                let key = format!("p{p}-k{}", seq % 64);
-                let value = json!({"p": p, "seq": seq}).to_string();
-                let record = FutureRecord::to(topic)
-                    .partition(p)
-                    .key(&key)
-                    .payload(&value);
-                let delivery = producer.send_result(record).map_err(|(e, _)| e);
-                sends.push(delivery.expect("queueing the input"));
-            }
+        .unwrap()
+}
+
+/// Sends numbers `chunk` to every partition and waits for their delivery.
+async fn send_numbered(producer: &FutureProducer, topic: &str, partitions: i32, chunk: &[u64]) {
+    let mut sends = Vec::new();
+    for p in 0..partitions {
+        for &seq in chunk {
+            let key = format!("p{p}-k{}", seq % 64);
+            let value = json!({"p": p, "seq": seq}).to_string();
+            let record = FutureRecord::to(topic)
+                .partition(p)
+                .key(&key)
+                .payload(&value);
+            let delivery = producer.send_result(record).map_err(|(e, _)| e);
+            sends.push(delivery.expect("queueing the input"));
         }
-        for r in futures::future::join_all(sends).await {
-            let delivered = r.expect("a delivery report");
-            delivered.map_err(|(e, _)| e).expect("producing the input");
-        }
-        if !pause.is_zero() {
-            tokio::time::sleep(pause).await;
-        }
+    }
+    for r in futures::future::join_all(sends).await {
+        let delivered = r.expect("a delivery report");
+        delivered.map_err(|(e, _)| e).expect("producing the input");
     }
 }
 

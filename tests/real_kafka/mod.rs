@@ -15,6 +15,7 @@
 mod bounce;
 mod cdc;
 mod compat_rest;
+mod debezium;
 mod jdbc_sink;
 mod membership;
 mod replay;

@@ -821,6 +821,11 @@ impl Planner {
         let mut tables: Vec<(String, usize)> = Vec::new();
         let mut by_table: Vec<(String, Vec<Op>)> = Vec::new();
         for record in records {
+            if record.key.is_none() && record.value.is_none() && self.cfg.delete_enabled {
+                // Debezium's tombstone after the delete of a row without a
+                // key: it names no row (the delete event did the work).
+                continue;
+            }
             // A change event is applied as its row (or its key's delete),
             // in the table of its source.
             let unwrapped = change_event::unwrap(record, self.cfg.change_guard)?;

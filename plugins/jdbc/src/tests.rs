@@ -242,3 +242,41 @@ async fn a_topic_that_maps_onto_the_offsets_table_is_refused() {
     let stored = t.stored_offsets(&[("orders".into(), 0)]).await.unwrap();
     assert_eq!(stored[0].offset, 10, "the stored offset is untouched");
 }
+
+/// Debezium writes a tombstone after the delete of a row of a table
+/// without a key: null key, null value. It names no row, so there is
+/// nothing to delete; the delete event before it did the work.
+#[tokio::test]
+async fn a_tombstone_without_a_key_deletes_nothing_and_fails_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    let cfg = config(
+        &db,
+        &[
+            ("insert.mode", "upsert"),
+            ("pk.mode", "record_key"),
+            ("pk.fields", "id"),
+            ("delete.enabled", "true"),
+            ("auto.create", "true"),
+        ],
+    );
+    let mut t = task(&cfg).await;
+    let keyless_tombstone = Record {
+        topic: "rows".into(),
+        partition: 0,
+        offset: 1,
+        key: None,
+        value: None,
+        ..Default::default()
+    };
+    t.put(vec![
+        record("rows", 0, "1", r#"{"v": "kept"}"#),
+        keyless_tombstone,
+    ])
+    .await
+    .unwrap();
+    assert_eq!(
+        rows(&db, "SELECT id, v FROM rows").await,
+        vec![vec!["1".to_string(), "kept".into()]]
+    );
+}

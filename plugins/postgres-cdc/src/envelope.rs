@@ -60,7 +60,8 @@ pub struct SourcePosition {
     pub snapshot: &'static str,
     pub tx_id: Option<i64>,
     pub lsn: Option<u64>,
-    /// The commit LSN of the previous transaction and this event's LSN.
+    /// Where the previous transaction ended (none for the first since the
+    /// task started, and in a snapshot) and this event's LSN.
     pub sequence: Option<(Option<u64>, u64)>,
 }
 
@@ -144,8 +145,14 @@ fn source_schema() -> Schema {
         ("txId", Schema::int64().optional()),
         ("lsn", Schema::int64().optional()),
         ("xmin", Schema::int64().optional()),
+        // The replication origin of a change applied by another server's
+        // logical replication; null here, as Debezium writes it unless
+        // origin filtering is configured.
+        ("origin", Schema::string().optional()),
+        ("origin_lsn", Schema::int64().optional()),
     ])
     .named(SOURCE_SCHEMA)
+    .version(1)
 }
 
 fn transaction_schema() -> Schema {
@@ -247,6 +254,8 @@ impl EventWriter<'_> {
             ("txId".into(), opt(at.tx_id)),
             ("lsn".into(), opt(at.lsn.map(|l| l as i64))),
             ("xmin".into(), Json::Null),
+            ("origin".into(), Json::Null),
+            ("origin_lsn".into(), Json::Null),
         ])
     }
 
@@ -306,7 +315,9 @@ impl EventWriter<'_> {
         };
         let value_schema = self.value_schemas.then(|| table.value_schema.clone());
         let mut out = vec![record(Some(value.to_bytes()), value_schema)];
-        if op == Op::Delete && self.cfg.tombstones && key_bytes.is_some() {
+        // Debezium writes the tombstone of a table without a key too (a
+        // null key): consumers that count on one after each delete get it.
+        if op == Op::Delete && self.cfg.tombstones {
             out.push(record(None, None));
         }
         Ok(out)

@@ -111,6 +111,9 @@ pub struct CdcTask {
     stream: Option<LogicalReplicationStream>,
     parser: LogicalReplicationParser,
     txn: Option<Transaction>,
+    /// Where the last transaction streamed since the start ended (its
+    /// commit's end LSN): the first half of Debezium's `source.sequence`.
+    last_commit_end: Option<Lsn>,
     /// The last event handed over.
     position: Position,
     /// What the slot may be told at the next commit.
@@ -135,6 +138,7 @@ impl CdcTask {
             stream: None,
             parser: LogicalReplicationParser::with_protocol_version(1),
             txn: None,
+            last_commit_end: None,
             position: Position::default(),
             confirmable: None,
             last_heartbeat: Instant::now(),
@@ -734,8 +738,9 @@ impl CdcTask {
                     ts_us: timestamp + PG_EPOCH_US,
                 });
             }
-            LogicalReplicationMessage::Commit { .. } => {
+            LogicalReplicationMessage::Commit { end_lsn, .. } => {
                 self.txn = None;
+                self.last_commit_end = Some(Lsn(end_lsn));
             }
             LogicalReplicationMessage::Relation {
                 relation_id,
@@ -800,7 +805,25 @@ impl CdcTask {
                         }
                     }
                 }
-                self.emit(&table, Op::Update, before, Some(after), lsn, out)?;
+                // A changed key is, as Debezium writes it, the old key's
+                // delete (and tombstone) and the new key's create: keyed
+                // consumers and compacted topics see the old key go.
+                let key_changed = before.as_ref().is_some_and(|before| {
+                    table
+                        .key_columns
+                        .iter()
+                        .any(|&i| before.get(i) != after.get(i))
+                });
+                if key_changed {
+                    self.emit_all(
+                        &table,
+                        vec![(Op::Delete, before, None), (Op::Create, None, Some(after))],
+                        lsn,
+                        out,
+                    )?;
+                } else {
+                    self.emit(&table, Op::Update, before, Some(after), lsn, out)?;
+                }
             }
             LogicalReplicationMessage::Delete {
                 relation_id,
@@ -906,6 +929,18 @@ impl CdcTask {
         lsn: Lsn,
         out: &mut Vec<SourceRecord>,
     ) -> Result<(), ConnectError> {
+        self.emit_all(table, vec![(op, before, after)], lsn, out)
+    }
+
+    /// The events of one change at `lsn` (two for a changed key), skipped
+    /// together if the stored position already covers it.
+    fn emit_all(
+        &mut self,
+        table: &Table,
+        events: Vec<(Op, Option<RowText>, Option<RowText>)>,
+        lsn: Lsn,
+        out: &mut Vec<SourceRecord>,
+    ) -> Result<(), ConnectError> {
         let Some(txn) = &self.txn else {
             return Err(
                 ConnectError::fatal("pgoutput sent a change outside a transaction")
@@ -915,21 +950,7 @@ impl CdcTask {
         if self.position.covers(txn.commit, lsn) {
             return Ok(());
         }
-        let offset = json!({
-            "lsn": lsn.0,
-            "lsn_proc": lsn.0,
-            "lsn_commit": txn.commit.0,
-            "txId": txn.xid,
-            "ts_usec": txn.ts_us,
-            "messageType": match op {
-                Op::Create => "INSERT",
-                Op::Update => "UPDATE",
-                Op::Delete => "DELETE",
-                Op::Truncate => "TRUNCATE",
-                Op::Read => "READ",
-            },
-        });
-        let previous = (self.position.commit.0 > 0).then_some(self.position.commit.0);
+        let previous = self.last_commit_end.map(|l| l.0);
         let at = SourcePosition {
             ts_us: txn.ts_us,
             snapshot: "false",
@@ -938,19 +959,35 @@ impl CdcTask {
             sequence: Some((previous, lsn.0)),
         };
         let now = chrono::Utc::now().timestamp_micros();
-        let records = self
-            .writer()
-            .records(
-                table,
-                op,
-                before.as_ref(),
-                after.as_ref(),
-                &at,
-                &offset,
-                now,
-            )
-            .map_err(|e| bad_value(format!("{e} (at LSN {lsn})")))?;
-        out.extend(records);
+        for (op, before, after) in events {
+            let offset = json!({
+                "lsn": lsn.0,
+                "lsn_proc": lsn.0,
+                "lsn_commit": txn.commit.0,
+                "txId": txn.xid,
+                "ts_usec": txn.ts_us,
+                "messageType": match op {
+                    Op::Create => "INSERT",
+                    Op::Update => "UPDATE",
+                    Op::Delete => "DELETE",
+                    Op::Truncate => "TRUNCATE",
+                    Op::Read => "READ",
+                },
+            });
+            let records = self
+                .writer()
+                .records(
+                    table,
+                    op,
+                    before.as_ref(),
+                    after.as_ref(),
+                    &at,
+                    &offset,
+                    now,
+                )
+                .map_err(|e| bad_value(format!("{e} (at LSN {lsn})")))?;
+            out.extend(records);
+        }
         self.position = Position {
             commit: txn.commit,
             proc: lsn,

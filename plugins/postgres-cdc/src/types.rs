@@ -73,7 +73,8 @@ pub enum PgType {
     TimeTz,
     /// `timestamp(p)`.
     Timestamp(i32),
-    TimestampTz,
+    /// With its fractional-second precision, the digits Debezium writes.
+    TimestampTz(i32),
     Interval,
     Array(Box<PgType>),
 }
@@ -121,7 +122,7 @@ impl PgType {
             1083 => PgType::Time(precision),
             1266 => PgType::TimeTz,
             1114 => PgType::Timestamp(precision),
-            1184 => PgType::TimestampTz,
+            1184 => PgType::TimestampTz(precision),
             1186 => PgType::Interval,
             1000 => PgType::Array(Box::new(PgType::Bool)),
             1005 => PgType::Array(Box::new(PgType::Int2)),
@@ -138,7 +139,7 @@ impl PgType {
             199 | 3807 => PgType::Array(Box::new(PgType::Json)),
             1182 => PgType::Array(Box::new(PgType::Date)),
             1115 => PgType::Array(Box::new(PgType::Timestamp(6))),
-            1185 => PgType::Array(Box::new(PgType::TimestampTz)),
+            1185 => PgType::Array(Box::new(PgType::TimestampTz(6))),
             _ => PgType::Text,
         }
     }
@@ -183,7 +184,7 @@ impl PgType {
             PgType::TimeTz => Schema::string().named(ZONED_TIME).version(1),
             PgType::Timestamp(p) if *p <= 3 => Schema::int64().named(TIMESTAMP).version(1),
             PgType::Timestamp(_) => Schema::int64().named(MICRO_TIMESTAMP).version(1),
-            PgType::TimestampTz => Schema::string().named(ZONED_TIMESTAMP).version(1),
+            PgType::TimestampTz(_) => Schema::string().named(ZONED_TIMESTAMP).version(1),
             PgType::Interval => Schema::int64().named(MICRO_DURATION).version(1),
             PgType::Array(item) => Schema::array(item.schema(decimals).optional()),
         }
@@ -209,7 +210,7 @@ impl PgType {
             PgType::Date | PgType::Time(_) | PgType::Timestamp(_) | PgType::Interval => {
                 Json::int(0)
             }
-            PgType::TimestampTz => Json::str("1970-01-01T00:00:00Z"),
+            PgType::TimestampTz(_) => Json::str("1970-01-01T00:00:00Z"),
             PgType::TimeTz => Json::str("00:00:00Z"),
             PgType::Array(_) => Json::Array(Vec::new()),
             PgType::Text | PgType::Uuid | PgType::Json | PgType::Xml => Json::str(""),
@@ -303,9 +304,9 @@ impl PgType {
                     Json::int(micros)
                 }
             }
-            PgType::TimestampTz => {
+            PgType::TimestampTz(p) => {
                 let ts = parse_timestamptz(text).ok_or_else(|| bad("timestamp with time zone"))?;
-                Json::String(zoned_timestamp(ts))
+                Json::String(zoned_timestamp(ts, *p))
             }
             PgType::Interval => Json::int(interval_micros(text).ok_or_else(|| bad("interval"))?),
             PgType::Array(item) => {
@@ -523,11 +524,16 @@ fn split_offset(text: &str) -> Option<(&str, i64)> {
     Some((local, sign * (h * 3600 + m * 60 + s)))
 }
 
-/// Debezium's `ZonedTimestamp`: ISO-8601 in UTC, with the fraction's
-/// digits as written (none when whole seconds).
-fn zoned_timestamp(ts: DateTime<chrono::Utc>) -> String {
-    let fraction = fraction(ts.nanosecond());
-    format!("{}{}Z", ts.format("%Y-%m-%dT%H:%M:%S"), fraction)
+/// Debezium's `ZonedTimestamp`: ISO-8601 in UTC, with as many fraction
+/// digits as the column's precision (`timestamptz` is 6: `…:59.000000Z`).
+fn zoned_timestamp(ts: DateTime<chrono::Utc>, precision: i32) -> String {
+    let digits = precision.clamp(0, 6) as usize;
+    let whole = ts.format("%Y-%m-%dT%H:%M:%S");
+    if digits == 0 {
+        return format!("{whole}Z");
+    }
+    let micros = format!("{:06}", ts.nanosecond() / 1000);
+    format!("{whole}.{}Z", &micros[..digits])
 }
 
 fn fraction(nanos: u32) -> String {
@@ -692,12 +698,21 @@ mod tests {
             "1704164645123"
         );
         assert_eq!(
-            v(PgType::TimestampTz, "2024-01-02 03:04:05.5+02"),
-            r#""2024-01-02T01:04:05.5Z""#
+            v(PgType::TimestampTz(6), "2024-01-02 03:04:05.5+02"),
+            r#""2024-01-02T01:04:05.500000Z""#
+        );
+        // As many fraction digits as the column's precision, as Debezium.
+        assert_eq!(
+            v(PgType::TimestampTz(6), "2024-01-02 03:04:05-05:30"),
+            r#""2024-01-02T08:34:05.000000Z""#
         );
         assert_eq!(
-            v(PgType::TimestampTz, "2024-01-02 03:04:05-05:30"),
-            r#""2024-01-02T08:34:05Z""#
+            v(PgType::TimestampTz(3), "2024-01-02 03:04:05.5+02"),
+            r#""2024-01-02T01:04:05.500Z""#
+        );
+        assert_eq!(
+            v(PgType::TimestampTz(0), "2024-01-02 03:04:05+02"),
+            r#""2024-01-02T01:04:05Z""#
         );
         assert_eq!(v(PgType::Time(6), "00:00:01.5"), "1500000");
         assert_eq!(v(PgType::Time(3), "00:00:01.5"), "1500");

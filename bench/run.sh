@@ -18,7 +18,9 @@
 #                           and the server's own logical decoding
 #   bench/run.sh kafka-connect  side by side with Apache Kafka Connect 4.1.1:
 #                           file and PostgreSQL sinks, with and without a
-#                           transform (runtime/benches/kafka_connect.rs)
+#                           transform, and PostgreSQL change data capture
+#                           beside Debezium's connector
+#                           (runtime/benches/kafka_connect.rs)
 # Installs what it needs first (scripts/setup.sh, a Python venv with the
 # baselines' packages in $SLUICE_BENCH_VENV) and starts PostgreSQL and, for
 # the guarantees, pipelines and kafka-connect, one Apache Kafka broker

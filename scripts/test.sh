@@ -94,7 +94,8 @@ if [[ "$real_kafka" == 1 ]]; then
   # Apache Kafka Connect on the same broker (scripts/kafka-connect.sh, from
   # Maven): the reference of the REST differential and of the third-party
   # client check (real_kafka::compat_rest, docs/compatibility.md), and the
-  # worker that runs Debezium's JDBC sink there. One that cannot start
+  # worker that runs Debezium's JDBC sink there and Debezium's PostgreSQL
+  # source beside postgres-cdc (real_kafka::debezium). One that cannot start
   # fails the run here, saying why.
   scripts/kafka-connect.sh stop # one an earlier run left is on a reset broker
   eval "$(scripts/kafka-connect.sh start)"
@@ -121,6 +122,7 @@ cat >&2 <<'BANNER'
 #   without a rebalance. The mock broker enforces none of these. Nor the
 #   comparisons with Apache Kafka Connect (real_kafka::compat_rest: the
 #   REST differential, the kafka-connect-py client and Debezium's JDBC
-#   sink), which run it.
+#   sink) and with Debezium's PostgreSQL source (real_kafka::debezium),
+#   which run it.
 ###########################################################################
 BANNER

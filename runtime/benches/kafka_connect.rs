@@ -15,7 +15,11 @@
 //!   (`InsertField$Value` static field, `ReplaceField$Value` rename,
 //!   `Cast$Value`), in Sluice the WASM reference transform
 //!   (`examples/transforms/rust`) and, in a second row, the same SMT chain
-//!   from the standard library (`plugins/transforms`).
+//!   from the standard library (`plugins/transforms`);
+//! - (d) change data capture, PostgreSQL -> Kafka: Debezium's PostgreSQL
+//!   connector and Sluice's `postgres-cdc` with the same config, on a
+//!   snapshot of SLUICE_BENCH_KC_CDC_ROWS rows and on as many streamed
+//!   inserts; records counted in the topic.
 //!
 //!     bench/run.sh kafka-connect    (starts Apache Kafka and PostgreSQL, resolves Kafka Connect)
 //!
@@ -49,6 +53,7 @@
 //!   (`bench/run.sh` passes the one `scripts/kafka-connect.sh resolve`
 //!   prints); SLUICE_BENCH_JAVA [$JAVA_HOME/bin/java, else java];
 //! - SLUICE_BENCH_KC_RECORDS [1000000]; SLUICE_BENCH_KC_PARTITIONS [16];
+//!   SLUICE_BENCH_KC_CDC_ROWS [200000];
 //! - SLUICE_BENCH_KC_HEAP ["-Xms256M -Xmx2G", `connect-standalone.sh`'s];
 //! - SLUICE_BENCH_KC_IDLE_SECONDS [5];
 //! - SLUICE_BENCH_KC_FILE_DIR [/var/tmp]: where the file sinks write (on
@@ -60,7 +65,7 @@
 //! - SLUICE_BENCH_KC_PERF: a directory; each Sluice row is then profiled
 //!   (`perf record -g`) from its first record to its last, into it;
 //! - SLUICE_BENCH_KC_PIPELINES: which, comma-separated
-//!   [file,jdbc,file-transform,jdbc-transform].
+//!   [file,jdbc,file-transform,jdbc-transform,cdc-snapshot,cdc-stream].
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -162,6 +167,8 @@ struct KafkaConnectInstall {
     /// sink, the directories the script's workers have.
     plugin_path: String,
     jdbc_sink: bool,
+    /// Debezium's PostgreSQL source is in `plugin_path`.
+    postgres_source: bool,
     heap: Vec<String>,
 }
 
@@ -201,19 +208,34 @@ impl KafkaConnectInstall {
         // script lays it out (no Jackson of its own: see
         // scripts/kafka-connect.sh).
         let given = std::env::var("SLUICE_BENCH_KAFKA_CONNECT_PLUGIN_PATH").unwrap_or_default();
-        let (plugin_path, jdbc_sink) = if !given.is_empty() {
-            let jdbc = given.split(',').any(|entry| {
+        let postgres = std::fs::read_dir(&plugins)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("debezium-postgres-"))
+            })
+            .find(|p| complete(p, "debezium-connector-postgres"));
+        let names = |path: &str, prefix: &str| {
+            path.split(',').any(|entry| {
                 Path::new(entry)
                     .file_name()
-                    .is_some_and(|n| n.to_string_lossy().starts_with("debezium-jdbc-"))
-            });
-            (given, jdbc)
-        } else {
-            match &jdbc {
-                Some(j) => (format!("{},{}", file_plugin.display(), j.display()), true),
-                None => (file_plugin.display().to_string(), false),
-            }
+                    .is_some_and(|n| n.to_string_lossy().starts_with(prefix))
+            })
         };
+        let plugin_path = if !given.is_empty() {
+            given
+        } else {
+            std::iter::once(file_plugin.display().to_string())
+                .chain(jdbc.iter().map(|j| j.display().to_string()))
+                .chain(postgres.iter().map(|p| p.display().to_string()))
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        let jdbc_sink = names(&plugin_path, "debezium-jdbc-");
+        let postgres_source = names(&plugin_path, "debezium-postgres-");
         let java = std::env::var("SLUICE_BENCH_JAVA").unwrap_or_else(|_| {
             std::env::var("JAVA_HOME")
                 .map(|h| format!("{h}/bin/java"))
@@ -229,6 +251,7 @@ impl KafkaConnectInstall {
             libs,
             plugin_path,
             jdbc_sink,
+            postgres_source,
             heap,
         }
     }
@@ -456,6 +479,17 @@ enum Destination {
         table: String,
         last_ids: Vec<i64>,
     },
+    /// A CDC row's topic, counted by its high watermarks (inserts only, so
+    /// one record per row); `table` is the captured table, and the slot
+    /// and publication are the connector's.
+    Topic {
+        consumer: rdkafka::consumer::BaseConsumer,
+        bootstrap: String,
+        topic: String,
+        conn: sqlx::PgConnection,
+        table: String,
+        slot: String,
+    },
 }
 
 impl Destination {
@@ -503,13 +537,16 @@ impl Destination {
                 }
                 count(conn, table).await
             }
+            Destination::Topic {
+                consumer, topic, ..
+            } => Ok(topic_records(consumer, topic)),
         }
     }
 
     /// Whether all `n` records are there (cheap: no full count).
     async fn complete(&mut self, n: u64) -> Result<bool, String> {
         match self {
-            Destination::File { .. } => Ok(self.arrived().await? >= n),
+            Destination::File { .. } | Destination::Topic { .. } => Ok(self.arrived().await? >= n),
             Destination::Table {
                 conn,
                 table,
@@ -530,7 +567,7 @@ impl Destination {
     /// All records, counted in full: what confirms a run.
     async fn total(&mut self) -> Result<u64, String> {
         match self {
-            Destination::File { .. } => self.arrived().await,
+            Destination::File { .. } | Destination::Topic { .. } => self.arrived().await,
             Destination::Table { conn, table, .. } => count(conn, table).await,
         }
     }
@@ -553,6 +590,9 @@ impl Destination {
             .fetch_one(&mut *conn)
             .await
             .unwrap_or_else(|e| format!("(reading {table}: {e})")),
+            Destination::Topic {
+                consumer, topic, ..
+            } => first_value(consumer, topic),
         }
     }
 
@@ -568,8 +608,83 @@ impl Destination {
                     .execute(&mut *conn)
                     .await;
             }
+            Destination::Topic {
+                conn,
+                table,
+                slot,
+                bootstrap,
+                topic,
+                ..
+            } => {
+                // The worker is gone; its slot is let go of shortly after.
+                for _ in 0..60 {
+                    let active: Option<bool> = sqlx::query_scalar(
+                        "SELECT active FROM pg_replication_slots WHERE slot_name = $1",
+                    )
+                    .bind(&*slot)
+                    .fetch_optional(&mut *conn)
+                    .await
+                    .ok()
+                    .flatten();
+                    if active != Some(true) {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                }
+                let _ = sqlx::raw_sql(&format!(
+                    "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots
+                       WHERE slot_name = '{slot}';
+                     DROP PUBLICATION IF EXISTS {slot};
+                     DROP TABLE IF EXISTS {table}"
+                ))
+                .execute(&mut *conn)
+                .await;
+                delete_topics(bootstrap, &[topic.as_str()]).await;
+            }
         }
     }
+}
+
+/// The records in `topic`: the sum of its partitions' high watermarks
+/// (0 before it exists).
+fn topic_records(consumer: &rdkafka::consumer::BaseConsumer, topic: &str) -> u64 {
+    use rdkafka::consumer::Consumer;
+    let Ok(metadata) = consumer.fetch_metadata(Some(topic), Duration::from_secs(5)) else {
+        return 0;
+    };
+    metadata
+        .topics()
+        .iter()
+        .filter(|t| t.error().is_none())
+        .flat_map(|t| t.partitions())
+        .map(|p| {
+            consumer
+                .fetch_watermarks(topic, p.id(), Duration::from_secs(5))
+                .map(|(_, high)| high.max(0) as u64)
+                .unwrap_or(0)
+        })
+        .sum()
+}
+
+/// The value of the first record of `topic`'s partition 0, as text.
+fn first_value(consumer: &rdkafka::consumer::BaseConsumer, topic: &str) -> String {
+    use rdkafka::Message;
+    use rdkafka::consumer::Consumer;
+    let mut tpl = rdkafka::TopicPartitionList::new();
+    if tpl
+        .add_partition_offset(topic, 0, rdkafka::Offset::Beginning)
+        .is_err()
+        || consumer.assign(&tpl).is_err()
+    {
+        return format!("(reading {topic} failed)");
+    }
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(10) {
+        if let Some(Ok(m)) = consumer.poll(Duration::from_millis(200)) {
+            return String::from_utf8_lossy(m.payload().unwrap_or_default()).into_owned();
+        }
+    }
+    format!("(no record read from {topic})")
 }
 
 async fn count(conn: &mut sqlx::PgConnection, table: &str) -> Result<u64, String> {
@@ -610,6 +725,19 @@ impl Measured {
 enum Sink {
     File,
     Jdbc,
+    /// Change data capture: PostgreSQL into a Kafka topic, whose records
+    /// are counted (the `CdcPhase` says which).
+    Topic(CdcPhase),
+}
+
+/// Which part of change data capture a CDC row measures.
+#[derive(Clone, Copy, PartialEq)]
+enum CdcPhase {
+    /// The initial snapshot of a table of `cdc_rows` rows.
+    Snapshot,
+    /// `cdc_rows` inserts, in transactions of 1000 rows, written once the
+    /// connector streams (no snapshot).
+    Stream,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -629,7 +757,7 @@ struct Pipeline {
     transform: bool,
 }
 
-const PIPELINES: [Pipeline; 4] = [
+const PIPELINES: [Pipeline; 6] = [
     Pipeline {
         key: "file",
         label: "(a) Kafka -> file",
@@ -654,10 +782,28 @@ const PIPELINES: [Pipeline; 4] = [
         sink: Sink::Jdbc,
         transform: true,
     },
+    Pipeline {
+        key: "cdc-snapshot",
+        label: "(d) PostgreSQL snapshot -> Kafka (CDC)",
+        sink: Sink::Topic(CdcPhase::Snapshot),
+        transform: false,
+    },
+    Pipeline {
+        key: "cdc-stream",
+        label: "(d) PostgreSQL inserts streamed -> Kafka (CDC)",
+        sink: Sink::Topic(CdcPhase::Stream),
+        transform: false,
+    },
 ];
+
+/// The class both workers run for the CDC rows: Debezium's, which
+/// Sluice's `postgres-cdc` also answers to.
+const POSTGRES_SOURCE: &str = "io.debezium.connector.postgresql.PostgresConnector";
 
 struct Bench {
     n: usize,
+    /// Rows of each CDC row's table (snapshot) or inserts (stream).
+    cdc_rows: usize,
     partitions: i32,
     broker: BenchBroker,
     postgres: Option<String>,
@@ -716,6 +862,9 @@ impl Bench {
         destination: &str,
         envelopes: bool,
     ) -> serde_json::Value {
+        if let Sink::Topic(phase) = pipeline.sink {
+            return self.cdc_config(phase, runner, destination);
+        }
         let mut c = match (pipeline.sink, runner) {
             (Sink::File, Runner::KafkaConnect) => serde_json::json!({
                 "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
@@ -746,6 +895,7 @@ impl Bench {
                     "value.converter.schemas.enable": "true",
                 })
             }
+            (Sink::Topic(_), _) => unreachable!("made by cdc_config"),
             (Sink::Jdbc, _) => {
                 let mut c = serde_json::json!({
                     "connector.class": "jdbc-sink",
@@ -799,8 +949,87 @@ impl Bench {
         c
     }
 
+    /// A CDC row's connector: the same config for Debezium and Sluice,
+    /// capturing `table` into `<table>.public.<table>` through a slot and
+    /// publication of the table's name, keys and values as JsonConverter
+    /// envelopes with schemas (Debezium's default worker converters).
+    fn cdc_config(&self, phase: CdcPhase, runner: Runner, table: &str) -> serde_json::Value {
+        let url = reqwest::Url::parse(self.postgres.as_deref().expect("a PostgreSQL URL"))
+            .expect("SLUICE_BENCH_POSTGRES_URL is a URL");
+        let mut c = serde_json::json!({
+            "connector.class": POSTGRES_SOURCE,
+            "tasks.max": "1",
+            "database.hostname": url.host_str().unwrap_or("127.0.0.1"),
+            "database.port": url.port().unwrap_or(5432).to_string(),
+            "database.user": if url.username().is_empty() { "postgres" } else { url.username() },
+            "database.password": url.password().unwrap_or("unused"),
+            "database.dbname": url.path().trim_start_matches('/'),
+            "topic.prefix": table,
+            "plugin.name": "pgoutput",
+            "slot.name": table,
+            "publication.name": table,
+            "publication.autocreate.mode": "filtered",
+            "table.include.list": format!("public.{table}"),
+            "snapshot.mode": match phase {
+                CdcPhase::Snapshot => "initial",
+                CdcPhase::Stream => "no_data",
+            },
+            "key.converter": JSON_CONVERTER,
+            "key.converter.schemas.enable": "true",
+            "value.converter": JSON_CONVERTER,
+            "value.converter.schemas.enable": "true",
+        });
+        if runner != Runner::KafkaConnect {
+            for (k, v) in sluice_extra().as_object().into_iter().flatten() {
+                c[k] = v.clone();
+            }
+        }
+        c
+    }
+
     async fn destination(&mut self, sink: Sink) -> (String, Destination) {
         match sink {
+            Sink::Topic(phase) => {
+                let table = self.unique("cdc_bench");
+                let url = self.postgres.clone().expect("a PostgreSQL URL");
+                let mut conn = sqlx::PgConnection::connect(&url)
+                    .await
+                    .unwrap_or_else(|e| panic!("connecting to {url}: {e}"));
+                let mut setup = format!(
+                    "CREATE TABLE {table} (id bigint PRIMARY KEY, customer text NOT NULL,
+                       amount numeric(12,2) NOT NULL, placed timestamptz NOT NULL, note text);"
+                );
+                if phase == CdcPhase::Snapshot {
+                    setup.push_str(&cdc_rows_sql(&table, 1, self.cdc_rows));
+                }
+                sqlx::raw_sql(&setup)
+                    .execute(&mut conn)
+                    .await
+                    .unwrap_or_else(|e| panic!("creating {table}: {e}"));
+                // On its own: VACUUM cannot run in a script's transaction.
+                sqlx::raw_sql(&format!("VACUUM ANALYZE {table}"))
+                    .execute(&mut conn)
+                    .await
+                    .unwrap_or_else(|e| panic!("vacuuming {table}: {e}"));
+                let bootstrap = self.broker.bootstrap().to_string();
+                let consumer = rdkafka::ClientConfig::new()
+                    .set("bootstrap.servers", &bootstrap)
+                    .set("group.id", format!("{table}-reader"))
+                    .set("enable.auto.commit", "false")
+                    .create()
+                    .expect("a consumer");
+                (
+                    table.clone(),
+                    Destination::Topic {
+                        consumer,
+                        bootstrap,
+                        topic: format!("{table}.public.{table}"),
+                        conn,
+                        slot: table.clone(),
+                        table,
+                    },
+                )
+            }
             Sink::File => {
                 let name = self.unique("out");
                 let path = self.out_dir.path().join(format!("{name}.txt"));
@@ -840,7 +1069,10 @@ impl Bench {
         runner: Runner,
         envelopes: bool,
     ) -> Result<Measured, String> {
-        let n = self.n as u64;
+        let n = match pipeline.sink {
+            Sink::Topic(_) => self.cdc_rows,
+            _ => self.n,
+        } as u64;
         let (target, mut to) = self.destination(pipeline.sink).await;
         let config = self.config(pipeline, runner, &target, envelopes);
         let name = self.unique("bench");
@@ -866,6 +1098,10 @@ impl Bench {
         let created = Instant::now();
         let result = async {
             worker.create(&self.http, &name, &config).await?;
+            if pipeline.sink == Sink::Topic(CdcPhase::Stream) {
+                self.write_changes_once_streaming(&target, n as usize, &worker, &name)
+                    .await?;
+            }
             let deadline = created + Duration::from_secs(300 + n / 2000);
             let mut checked = Instant::now();
             let mut first: Option<(Instant, u64, ProcStats)> = None;
@@ -906,7 +1142,7 @@ impl Bench {
                 }
                 tokio::time::sleep(Duration::from_millis(match pipeline.sink {
                     Sink::File => 10,
-                    Sink::Jdbc => 20,
+                    Sink::Jdbc | Sink::Topic(_) => 20,
                 }))
                 .await;
             };
@@ -955,6 +1191,70 @@ impl Bench {
             ..m
         })
     }
+}
+
+impl Bench {
+    /// Waits until the CDC connector streams from its slot `table`, then
+    /// writes `n` inserts into `table` in transactions of 1000 rows, in
+    /// the background (as fast as PostgreSQL takes them: the connector
+    /// reads while they are written).
+    async fn write_changes_once_streaming(
+        &self,
+        table: &str,
+        n: usize,
+        worker: &Worker,
+        name: &str,
+    ) -> Result<(), String> {
+        let url = self.postgres.clone().expect("a PostgreSQL URL");
+        let mut conn = sqlx::PgConnection::connect(&url)
+            .await
+            .map_err(|e| format!("connecting to {url}: {e}"))?;
+        let started = Instant::now();
+        loop {
+            let active: Option<bool> =
+                sqlx::query_scalar("SELECT active FROM pg_replication_slots WHERE slot_name = $1")
+                    .bind(table)
+                    .fetch_optional(&mut conn)
+                    .await
+                    .map_err(|e| format!("looking for slot {table}: {e}"))?;
+            if active == Some(true) {
+                break;
+            }
+            if let Some(trace) = worker.failure(&self.http, name).await {
+                return Err(format!("{name} failed: {trace}{}", worker.log_tail()));
+            }
+            if started.elapsed() > Duration::from_secs(120) {
+                return Err(format!(
+                    "{name}: its slot {table} was not streaming within 120 s{}",
+                    worker.log_tail()
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let table = table.to_string();
+        tokio::spawn(async move {
+            for from in (1..=n).step_by(1000) {
+                let rows = 1000.min(n + 1 - from);
+                let insert = cdc_rows_sql(&table, from, rows);
+                if let Err(e) = sqlx::query(&insert).execute(&mut conn).await {
+                    eprintln!("  writing the changes into {table} failed: {e}");
+                    return;
+                }
+            }
+        });
+        Ok(())
+    }
+}
+
+/// `n` rows of a CDC table from id `from`, as one `INSERT` (the rows of
+/// `bench/run.sh cdc`'s table).
+fn cdc_rows_sql(table: &str, from: usize, n: usize) -> String {
+    format!(
+        "INSERT INTO {table} SELECT i, 'customer ' || (i % 1000), (i % 100000) / 100.0,
+           timestamptz '2026-01-01' + i * interval '1 second', 'note ' || i
+         FROM generate_series({from}, {}) i",
+        from + n - 1
+    )
 }
 
 /// `perf record` of a Sluice worker from its first record to its last,
@@ -1045,6 +1345,12 @@ fn print_tables(bench: &Bench, rows: &[Row], date: &str) {
                 .to_string(),
         },
     );
+    if rows.iter().any(|r| pipeline_sink_is_cdc(r.pipeline)) {
+        println!(
+            "CDC rows (d): a PostgreSQL table of {} rows (`bigint` key, `text`, `numeric(12,2)`, `timestamptz`, `text`) captured into a topic, by Debezium's PostgreSQL connector ({POSTGRES_SOURCE}, from `scripts/kafka-connect.sh`'s plugin path) on the Kafka Connect worker above and by Sluice's `postgres-cdc` given the same connector config (a slot and publication per row, `pgoutput`, JsonConverter keys and values with schemas). Snapshot: the rows are there before the connector starts (`snapshot.mode=initial`); stream: as many inserts, in transactions of 1000 rows, written once the connector streams (`snapshot.mode=no_data`). Records are counted in the topic by its high watermarks.\n",
+            bench.cdc_rows
+        );
+    }
     println!(
         "| pipeline | worker | records/s | CPU s per 1M records | idle RSS MiB | peak RSS MiB | start to first record s | CPU s to first record |"
     );
@@ -1094,8 +1400,16 @@ fn print_tables(bench: &Bench, rows: &[Row], date: &str) {
             s.records_per_second() / kc.records_per_second(),
             mib(s.idle_rss_kib) / mib(kc.idle_rss_kib),
             s.start_to_first / kc.start_to_first,
-            if per_cpu >= 3.0 { "met" } else { "NOT met" },
-            if peak <= 0.10 { "met" } else { "NOT met" },
+            match pipeline_sink_is_cdc(r.pipeline) {
+                true => "-",
+                false if per_cpu >= 3.0 => "met",
+                false => "NOT met",
+            },
+            match pipeline_sink_is_cdc(r.pipeline) {
+                true => "-",
+                false if peak <= 0.10 => "met",
+                false => "NOT met",
+            },
         );
     }
     println!("\nWhat each row wrote for one order (the file's first line; the row of order 1):\n");
@@ -1128,7 +1442,9 @@ fn main() {
         "SLUICE_BENCH_KAFKA_BOOTSTRAP: run through `bench/run.sh kafka-connect`, which starts Apache Kafka",
     );
     let wanted: Vec<String> = std::env::var("SLUICE_BENCH_KC_PIPELINES")
-        .unwrap_or_else(|_| "file,jdbc,file-transform,jdbc-transform".into())
+        .unwrap_or_else(|_| {
+            "file,jdbc,file-transform,jdbc-transform,cdc-snapshot,cdc-stream".into()
+        })
         .split(',')
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty())
@@ -1158,6 +1474,7 @@ fn main() {
         let run_id = std::process::id().to_string();
         let mut bench = Bench {
             n: env_usize("SLUICE_BENCH_KC_RECORDS", 1_000_000),
+            cdc_rows: env_usize("SLUICE_BENCH_KC_CDC_ROWS", 200_000),
             partitions: env_usize("SLUICE_BENCH_KC_PARTITIONS", 16) as i32,
             plain_topic: format!("kc-bench-orders-{run_id}"),
             envelope_topic: format!("kc-bench-envelopes-{run_id}"),
@@ -1177,16 +1494,23 @@ fn main() {
             next: 0,
         };
         let jdbc_wanted = wanted.iter().any(|w| w.starts_with("jdbc"));
-        if jdbc_wanted && bench.postgres.is_none() {
+        let cdc_wanted = wanted.iter().any(|w| w.starts_with("cdc"));
+        let topics_wanted = wanted.iter().any(|w| !w.starts_with("cdc"));
+        if (jdbc_wanted || cdc_wanted) && bench.postgres.is_none() {
             panic!("SLUICE_BENCH_POSTGRES_URL: run through bench/run.sh, which starts PostgreSQL");
+        }
+        if cdc_wanted && !bench.install.postgres_source {
+            panic!("Debezium's PostgreSQL source is not in Kafka Connect's plugins: scripts/kafka-connect.sh did not resolve it");
         }
         if jdbc_wanted && !bench.install.jdbc_sink {
             panic!("Debezium's JDBC sink is not in Kafka Connect's plugins: scripts/kafka-connect.sh did not resolve it");
         }
         let (n, partitions, bootstrap) = (bench.n, bench.partitions, bench.broker.bootstrap().to_string());
-        bench.broker.create_topic(&bench.plain_topic, partitions).await;
-        eprintln!("producing {n} orders into {}...", bench.plain_topic);
-        produce(&bootstrap, &bench.plain_topic, partitions, n, order_json).await;
+        if topics_wanted {
+            bench.broker.create_topic(&bench.plain_topic, partitions).await;
+            eprintln!("producing {n} orders into {}...", bench.plain_topic);
+            produce(&bootstrap, &bench.plain_topic, partitions, n, order_json).await;
+        }
         if jdbc_wanted {
             bench.broker.create_topic(&bench.envelope_topic, partitions).await;
             eprintln!("producing {n} order envelopes into {}...", bench.envelope_topic);
@@ -1206,6 +1530,10 @@ fn main() {
                 runners.push((Runner::SluiceSmt, sluice_label(pipeline, true)));
             }
             for (runner, label) in runners {
+                let n = match pipeline.sink {
+                    Sink::Topic(_) => bench.cdc_rows,
+                    _ => n,
+                };
                 eprintln!("{} / {label}, {n} records...", pipeline.label);
                 let envelopes = pipeline.sink == Sink::Jdbc;
                 let mut result = bench.run(pipeline, runner, envelopes).await;
@@ -1244,16 +1572,28 @@ fn main() {
     });
 }
 
+/// The sink targets (3x per CPU-second, a tenth of the memory) are the
+/// sinks'; the CDC rows have none.
+fn pipeline_sink_is_cdc(pipeline: usize) -> bool {
+    matches!(PIPELINES[pipeline].sink, Sink::Topic(_))
+}
+
 fn kc_label(pipeline: &Pipeline) -> String {
+    if let Sink::Topic(_) = pipeline.sink {
+        return "Kafka Connect + Debezium PostgreSQL source (JsonConverter schemas.enable=true)"
+            .into();
+    }
     let sink = match pipeline.sink {
         Sink::File => "Kafka Connect FileStreamSink",
         Sink::Jdbc => "Kafka Connect + Debezium JDBC sink (JsonConverter schemas.enable=true)",
+        Sink::Topic(_) => unreachable!("labelled above"),
     };
     match (pipeline.transform, pipeline.sink) {
         (false, Sink::File) => format!("{sink} (StringConverter)"),
         (false, Sink::Jdbc) => sink.into(),
         (true, Sink::File) => format!("{sink} (JsonConverter, schemaless) + SMT chain"),
         (true, Sink::Jdbc) => format!("{sink} + SMT chain"),
+        (_, Sink::Topic(_)) => unreachable!("labelled above"),
     }
 }
 
@@ -1261,6 +1601,7 @@ fn sluice_label(pipeline: &Pipeline, smt: bool) -> String {
     let sink = match pipeline.sink {
         Sink::File => "Sluice file-sink",
         Sink::Jdbc => "Sluice jdbc-sink (JsonConverter schemas.enable=true)",
+        Sink::Topic(_) => "Sluice postgres-cdc (JsonConverter schemas.enable=true)",
     };
     let mut label = match (pipeline.transform, smt) {
         (false, _) => sink.into(),

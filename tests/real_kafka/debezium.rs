@@ -105,7 +105,18 @@ impl Side {
 
     /// The records of `table`'s topic as (key, value) JSON, in order.
     async fn events(&self, table: &str) -> Vec<(Value, Value)> {
-        let (bootstrap, topic) = (broker().bootstrap.clone(), self.topic(table));
+        self.records(self.topic(table)).await
+    }
+
+    /// The records of the heartbeat topic.
+    async fn heartbeats(&self) -> Vec<(Value, Value)> {
+        self.records(format!("__debezium-heartbeat.{}", self.prefix))
+            .await
+    }
+
+    /// The records of `topic` as (key, value) JSON, in order.
+    async fn records(&self, topic: String) -> Vec<(Value, Value)> {
+        let (bootstrap, table) = (broker().bootstrap.clone(), topic.clone());
         let exists = {
             let (b, t) = (bootstrap.clone(), topic.clone());
             tokio::task::spawn_blocking(move || super::high_watermarks(&b, &t) > 0)
@@ -124,7 +135,7 @@ impl Side {
                 .map(|b| {
                     serde_json::from_slice(b).unwrap_or_else(|e| {
                         panic!(
-                            "{}'s {table} event is not JSON ({e}): {}",
+                            "{}'s record in {table} is not JSON ({e}): {}",
                             self.what,
                             String::from_utf8_lossy(b)
                         )
@@ -365,6 +376,7 @@ async fn postgres_cdc_writes_the_events_debezium_writes_field_by_field() {
             "table.include.list": "public.items,public.nokey",
             "snapshot.mode": "initial",
             "skipped.operations": "none",
+            "heartbeat.interval.ms": "1000",
             "key.converter": "org.apache.kafka.connect.json.JsonConverter",
             "key.converter.schemas.enable": "true",
             "value.converter": "org.apache.kafka.connect.json.JsonConverter",
@@ -444,10 +456,47 @@ async fn postgres_cdc_writes_the_events_debezium_writes_field_by_field() {
         }
     }
     // A moment for anything after the last expected event (there should be
-    // nothing: both must then hold the same number of events).
+    // nothing: both must then hold the same number of events), and the
+    // first heartbeat of each (idle once the changes are out).
     tokio::time::sleep(Duration::from_secs(2)).await;
+    let beats_deadline = Instant::now() + Duration::from_secs(30);
+    while (debezium.heartbeats().await.is_empty() || sluice_side.heartbeats().await.is_empty())
+        && Instant::now() < beats_deadline
+    {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
 
     let mut found: Vec<(String, String)> = Vec::new();
+    // A heartbeat of each (their number depends on timing): the first.
+    let (dbz_beats, sl_beats) = (debezium.heartbeats().await, sluice_side.heartbeats().await);
+    match (dbz_beats.first(), sl_beats.first()) {
+        (Some((dk, dv)), Some((sk, sv))) => {
+            let mut diffs = Vec::new();
+            differences(
+                "key",
+                &normalised(dk, &debezium.prefix, false),
+                &normalised(sk, &sluice_side.prefix, false),
+                &mut diffs,
+            );
+            differences(
+                "value",
+                &normalised(dv, &debezium.prefix, false),
+                &normalised(sv, &sluice_side.prefix, false),
+                &mut diffs,
+            );
+            for (path, detail) in diffs {
+                found.push((format!("heartbeat - {path}"), detail));
+            }
+        }
+        (d, s) => found.push((
+            "heartbeat - topic".into(),
+            format!(
+                "{} | {} heartbeats (heartbeat.interval.ms=1000)",
+                d.map_or(0, |_| dbz_beats.len()),
+                s.map_or(0, |_| sl_beats.len())
+            ),
+        )),
+    }
     for table in ["items", "nokey"] {
         let (dbz, sl) = (
             debezium.events(table).await,

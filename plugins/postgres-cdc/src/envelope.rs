@@ -351,9 +351,11 @@ pub fn heartbeat(
     value_schemas: bool,
 ) -> SourceRecord {
     let key_schema = Schema::structure([("serverName", Schema::string())])
-        .named("io.debezium.connector.common.ServerNameKey");
+        .named("io.debezium.connector.common.ServerNameKey")
+        .version(1);
     let value_schema = Schema::structure([("ts_ms", Schema::int64())])
-        .named("io.debezium.connector.common.Heartbeat");
+        .named("io.debezium.connector.common.Heartbeat")
+        .version(1);
     SourceRecord {
         source_partition: cfg.source_partition(),
         source_offset: offset.clone(),

@@ -574,3 +574,54 @@ async fn exactly_once_tasks_ride_out_a_broker_outage() {
         assert_eq!(status.tasks[0].1.state, State::Running, "{name}");
     }
 }
+
+/// A sink's batch closes when the consumer has no more records at hand,
+/// not when `batch.max.ms` runs out (a record at a low rate waits for no
+/// others); `batch.linger.ms` makes it wait for more.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sink_batch_closes_when_the_consumer_runs_dry() {
+    let env = InProcess::start();
+    env.broker.create_topic("dry", 1).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out = |name: &str| dir.path().join(format!("{name}.jsonl"));
+    let lines = |name: &str| {
+        std::fs::read_to_string(out(name))
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    for (name, linger) in [("dry-sink", None), ("lingering-sink", Some("600000"))] {
+        let mut config = json!({
+            "connector.class": "file-sink",
+            "topics": "dry",
+            "file": out(name).display().to_string(),
+            // Ten minutes: only a batch closed early is written in this test.
+            "batch.max.ms": "600000",
+        });
+        if let Some(ms) = linger {
+            config["batch.linger.ms"] = json!(ms);
+        }
+        env.create(json!({"name": name, "config": config})).await;
+    }
+    let value: &[u8] = br#"{"n": 1}"#;
+    fixtures::produce(
+        env.broker.bootstrap_servers(),
+        "dry",
+        &[(None, value), (None, value), (None, value)],
+    )
+    .await;
+    eventually(
+        Duration::from_secs(30),
+        "the three records in the file of the sink with the defaults",
+        || async { (lines("dry-sink") == 3).then_some(()) },
+    )
+    .await;
+    // The other sink read the same records and still holds its batch.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        lines("lingering-sink"),
+        0,
+        "batch.linger.ms=600000 keeps the batch open"
+    );
+    env.worker.shutdown().await;
+}

@@ -1162,47 +1162,61 @@ async fn latency(bench: &mut Bench, pace: &Pace, python_rates: &[(&str, Option<f
         ));
     }
 
-    eprintln!("latency: Sluice stream, exactly-once, WASM transform...");
-    let input = bench.create_topic("latency-stream-in", partitions).await;
-    let output = bench.create_topic("latency-stream-out", partitions).await;
-    let worker = bench.worker_with(fast_fetch()).await;
-    let name = bench.unique("latency-stream");
-    worker
-        .create_connector(&serde_json::json!({
-            "name": name, "config": bench.stream_config(&input, &output, 1, true, None)
-        }))
-        .await;
-    send_probe(&bench.bootstrap, &input, pace).await;
-    while bench.topic_records(std::slice::from_ref(&output)) == 0 {
-        worker.assert_running(&name).await;
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    rows.push((
-        "Sluice stream, exactly-once, WASM transform".into(),
-        topic_latency(
-            bench,
-            (&input, &output),
-            pace,
-            pace.total() + 1,
-            Some(FAST_FETCH_WAIT_MS),
-        )
-        .await,
-    ));
-    drop(worker);
+    // Each Sluice row twice: with the defaults (a batch closes when the
+    // consumer has no more records at hand) and with `batch.linger.ms`
+    // 100, which is how batches closed before (each waited out its
+    // `batch.max.ms`): the same run shows what the change is worth.
+    for (linger, suffix) in [
+        (None, ""),
+        (
+            Some("100"),
+            ", `batch.linger.ms=100` (a batch waits out `batch.max.ms`, as before 2026-12-03)",
+        ),
+    ] {
+        eprintln!("latency: Sluice stream, exactly-once, WASM transform{suffix}...");
+        let input = bench.create_topic("latency-stream-in", partitions).await;
+        let output = bench.create_topic("latency-stream-out", partitions).await;
+        let worker = bench.worker_with(fast_fetch()).await;
+        let name = bench.unique("latency-stream");
+        let mut config = bench.stream_config(&input, &output, 1, true, None);
+        if let Some(ms) = linger {
+            config["batch.linger.ms"] = ms.into();
+        }
+        worker
+            .create_connector(&serde_json::json!({"name": name, "config": config}))
+            .await;
+        send_probe(&bench.bootstrap, &input, pace).await;
+        while bench.topic_records(std::slice::from_ref(&output)) == 0 {
+            worker.assert_running(&name).await;
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        rows.push((
+            format!("Sluice stream, exactly-once, WASM transform{suffix}"),
+            topic_latency(
+                bench,
+                (&input, &output),
+                pace,
+                pace.total() + 1,
+                Some(FAST_FETCH_WAIT_MS),
+            )
+            .await,
+        ));
+        drop(worker);
 
-    if let Some(url) = bench.postgres.clone() {
-        for guarantee in ["at-least-once", "exactly-once"] {
-            eprintln!("latency: Sluice jdbc-sink, {guarantee}...");
-            rows.push((
-                format!("Sluice jdbc-sink, {guarantee}, WASM transform"),
-                sink_latency(bench, &url, guarantee, pace, partitions).await,
-            ));
+        if let Some(url) = bench.postgres.clone() {
+            for guarantee in ["at-least-once", "exactly-once"] {
+                eprintln!("latency: Sluice jdbc-sink, {guarantee}{suffix}...");
+                rows.push((
+                    format!("Sluice jdbc-sink, {guarantee}, WASM transform{suffix}"),
+                    sink_latency(bench, &url, guarantee, pace, partitions, linger).await,
+                ));
+            }
         }
     }
 
     println!("\n### End-to-end latency at {} records/s\n", pace.rate);
     println!(
-        "{} s at {} records/s after a {} s warm-up, each record stamped with its send time; topics of {LATENCY_PARTITIONS} partitions, one task, default batching (`batch.max.records` 500, `batch.max.ms` 100). Stream: received by a read_committed consumer of the output topic; sink: the row's insert time (`clock_timestamp()` in the database). The embedded broker holds each fetch for the consumer's whole `fetch.wait.max.ms` (a real broker answers once records are there), so the worker runs with `consumer.fetch.wait.max.ms` {FAST_FETCH_WAIT_MS}, as the baseline consumer does; the second row shows what librdkafka's default would add per hop here. Ratios to the first row\n",
+        "{} s at {} records/s after a {} s warm-up, each record stamped with its send time; topics of {LATENCY_PARTITIONS} partitions, one task, default batching (`batch.max.records` 500, `batch.max.ms` 100, `batch.linger.ms` 0: a batch closes when the consumer has no more records at hand), and each Sluice row again with `batch.linger.ms` 100 (each batch waits out `batch.max.ms`, as batches closed before 2026-12-03). Stream: received by a read_committed consumer of the output topic; sink: the row's insert time (`clock_timestamp()` in the database). The embedded broker holds each fetch for the consumer's whole `fetch.wait.max.ms` (a real broker answers once records are there), so the worker runs with `consumer.fetch.wait.max.ms` {FAST_FETCH_WAIT_MS}, as the baseline consumer does; the second row shows what librdkafka's default would add per hop here. Ratios to the first row\n",
         pace.measured.as_secs(),
         pace.rate,
         pace.warmup.as_secs()
@@ -1252,9 +1266,10 @@ async fn sink_latency(
     guarantee: &str,
     pace: &Pace,
     partitions: i32,
+    linger: Option<&str>,
 ) -> Latency {
     let worker = bench.worker_with(fast_fetch()).await;
-    sink_latency_on(bench, &worker, url, guarantee, pace, partitions).await
+    sink_latency_on(bench, &worker, url, guarantee, pace, partitions, linger).await
 }
 
 /// [`sink_latency`] on a worker already started.
@@ -1265,9 +1280,16 @@ async fn sink_latency_on(
     guarantee: &str,
     pace: &Pace,
     partitions: i32,
+    linger: Option<&str>,
 ) -> Latency {
     let input = bench.create_topic("latency-sink-in", partitions).await;
     let table = bench.unique("latency_sink").replace('-', "_");
+    // Made here too: `latency` may run without `pipeline1` before it.
+    pg_exec(
+        url,
+        &sluice_connector_jdbc::Dialect::Postgres.create_offsets_table("sluice_offsets"),
+    )
+    .await;
     pg_exec(
         url,
         &format!(
@@ -1280,6 +1302,9 @@ async fn sink_latency_on(
     .await;
     let name = bench.unique("latency-sink");
     let mut config = bench.sink_config(url, &input, &table, guarantee, None);
+    if let Some(ms) = linger {
+        config["batch.linger.ms"] = ms.into();
+    }
     config["auto.create"] = "false".into();
     worker
         .create_connector(&serde_json::json!({"name": name, "config": config}))
@@ -1598,6 +1623,7 @@ async fn auth_flood(bench: &mut Bench, pace: &Pace, clients: usize) {
             "at-least-once",
             pace,
             LATENCY_PARTITIONS,
+            None,
         )
         .await;
         let cpu = worker.stats().cpu_seconds - cpu_before;

@@ -59,11 +59,12 @@ async fn kip848_revocations_while_batches_are_held_lose_and_duplicate_nothing() 
             "auto.create": "true",
             "table.name.format": "kip848_rows",
             // A batch fills for a second while the input flows: partitions
-            // revoked then find one in flight (with the default 100 ms,
-            // bursts of input left the tasks idle a fifth of the time, and
-            // a revocation found none on a loaded CI machine).
+            // revoked then find one in flight (with batches closed after
+            // 100 ms, bursts of input left the tasks idle a fifth of the
+            // time, and a revocation found none on a loaded CI machine).
             "batch.max.records": "500",
             "batch.max.ms": "1000",
+            "batch.linger.ms": "1000",
             "consumer.override.group.protocol": "consumer",
             "errors.infrastructure.retry.timeout": "-1",
         }),

@@ -324,6 +324,13 @@ pub const COMMON_KEYS: &[CommonKey] = &[
         Listed::No,
     ),
     key(
+        "batch.linger.ms",
+        "LONG",
+        None,
+        "How long a batch waits for more records once the consumer has none at hand, in ms (0: it closes at once)",
+        Listed::No,
+    ),
+    key(
         "delivery.guarantee",
         "STRING",
         None,
@@ -491,6 +498,11 @@ struct CommonKeys {
     /// Longest wait to fill a sink batch, in ms (Sluice).
     #[serde(rename = "batch.max.ms", default = "default_batch_ms")]
     batch_max_ms: u64,
+    /// How long a sink or stream batch waits for more records once the
+    /// consumer has none at hand (Sluice); 0 closes it at once, as Kafka
+    /// Connect's poll returns what it has.
+    #[serde(rename = "batch.linger.ms", default)]
+    batch_linger_ms: u64,
     #[serde(rename = "delivery.guarantee", default)]
     delivery_guarantee: DeliveryGuarantee,
     /// Exactly-once sources: when a transaction commits (Kafka Connect's key).
@@ -566,6 +578,7 @@ pub struct CommonConfig {
     pub topic_replication_factor: Option<i32>,
     pub batch_max_records: usize,
     pub batch_max_ms: u64,
+    pub batch_linger_ms: u64,
     pub errors: ErrorPolicy,
     pub key_converter: Converter,
     pub value_converter: Converter,
@@ -752,6 +765,7 @@ impl CommonConfig {
                 topic_replication_factor: keys.topic_replication_factor,
                 batch_max_records: keys.batch_max_records,
                 batch_max_ms: keys.batch_max_ms,
+                batch_linger_ms: keys.batch_linger_ms,
                 errors,
                 key_converter,
                 value_converter,

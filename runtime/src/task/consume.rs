@@ -258,13 +258,18 @@ pub(crate) async fn pause_consumer(env: &mut TaskEnv, consumer: &Arc<TaskConsume
     true
 }
 
-/// Up to `max_records`, waiting at most `max_wait` once the first arrives.
-/// Returns early (possibly empty) when the task is cancelled.
+/// Up to `max_records`, waiting at most `max_wait` once the first arrives;
+/// once the consumer has no record at hand, at most `linger` more (with 0
+/// the batch closes then: under load the consumer's queue refills while a
+/// batch is written, so batches still fill, and at low rates a record does
+/// not wait for others that are not coming). Returns early (possibly
+/// empty) when the task is cancelled.
 pub(crate) async fn next_batch(
     env: &TaskEnv,
     consumer: &Arc<TaskConsumer>,
     max_records: usize,
     max_wait: Duration,
+    linger: Duration,
 ) -> Result<Vec<Consumed>, ConnectError> {
     let mut batch = Vec::new();
     let mut deadline = tokio::time::Instant::now() + Duration::from_secs(1);
@@ -274,13 +279,21 @@ pub(crate) async fn next_batch(
         // needs the timer and the cancellation check.
         let received = match stream.next().now_or_never() {
             Some(r) => Ok(r.expect("kafka streams never end")),
-            None => tokio::select! {
-                biased;
-                _ = env.cancel.cancelled() => break,
-                r = tokio::time::timeout_at(deadline, stream.next()) => {
-                    r.map(|r| r.expect("kafka streams never end"))
+            None if !batch.is_empty() && linger.is_zero() => break,
+            None => {
+                let wait_until = if batch.is_empty() {
+                    deadline
+                } else {
+                    deadline.min(tokio::time::Instant::now() + linger)
+                };
+                tokio::select! {
+                    biased;
+                    _ = env.cancel.cancelled() => break,
+                    r = tokio::time::timeout_at(wait_until, stream.next()) => {
+                        r.map(|r| r.expect("kafka streams never end"))
+                    }
                 }
-            },
+            }
         };
         match received {
             Err(_elapsed) => break,

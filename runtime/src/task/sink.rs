@@ -76,6 +76,7 @@ async fn run_loop(
 ) -> Result<(), ConnectError> {
     let max_records = env.common.batch_max_records;
     let max_wait = Duration::from_millis(env.common.batch_max_ms);
+    let linger = Duration::from_millis(env.common.batch_linger_ms);
     let guarantee = env.common.delivery_guarantee;
     loop {
         let mut assigned = Vec::new();
@@ -101,7 +102,7 @@ async fn run_loop(
         if env.is_paused() && !pause_consumer(env, consumer).await {
             return Ok(());
         }
-        let batch = next_batch(env, consumer, max_records, max_wait).await?;
+        let batch = next_batch(env, consumer, max_records, max_wait, linger).await?;
         if batch.is_empty() {
             release_revocations(consumer).await;
             if env.cancel.is_cancelled() {

@@ -71,6 +71,7 @@ async fn run_loop(
 ) -> Result<(), ConnectError> {
     let max_records = env.common.batch_max_records;
     let max_wait = Duration::from_millis(env.common.batch_max_ms);
+    let linger = Duration::from_millis(env.common.batch_linger_ms);
     // Records dead-lettered inside a transaction that was then aborted:
     // read again after the rewind, they are not dead-lettered twice.
     let mut dead_lettered: BTreeSet<(String, i32, i64)> = BTreeSet::new();
@@ -90,7 +91,7 @@ async fn run_loop(
         if env.is_paused() && !pause_consumer(env, consumer).await {
             return Ok(());
         }
-        let batch = next_batch(env, consumer, max_records, max_wait).await?;
+        let batch = next_batch(env, consumer, max_records, max_wait, linger).await?;
         if batch.is_empty() {
             if env.cancel.is_cancelled() {
                 return Ok(());

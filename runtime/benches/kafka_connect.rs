@@ -194,30 +194,25 @@ impl KafkaConnectInstall {
             "connect-file is not in {}",
             file_plugin.display()
         );
-        let jdbc = std::fs::read_dir(&plugins)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| {
-                p.file_name()
-                    .is_some_and(|n| n.to_string_lossy().starts_with("debezium-jdbc-"))
-            })
-            .find(|p| complete(p, "debezium-connector-jdbc"));
+        // A Debezium plugin the script resolved: `<prefix>*/<inner>/`.
+        let resolved = |prefix: &str, inner: &str| {
+            std::fs::read_dir(&plugins)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.file_name()
+                        .is_some_and(|n| n.to_string_lossy().starts_with(prefix))
+                })
+                .find(|p| complete(p, inner))
+        };
+        let jdbc = resolved("debezium-jdbc-", "debezium-connector-jdbc");
         // The script's plugin.path, Debezium's directory laid out as the
         // script lays it out (no Jackson of its own: see
         // scripts/kafka-connect.sh).
         let given = std::env::var("SLUICE_BENCH_KAFKA_CONNECT_PLUGIN_PATH").unwrap_or_default();
-        let postgres = std::fs::read_dir(&plugins)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| {
-                p.file_name()
-                    .is_some_and(|n| n.to_string_lossy().starts_with("debezium-postgres-"))
-            })
-            .find(|p| complete(p, "debezium-connector-postgres"));
+        let postgres = resolved("debezium-postgres-", "debezium-connector-postgres");
         let names = |path: &str, prefix: &str| {
             path.split(',').any(|entry| {
                 Path::new(entry)

@@ -93,6 +93,62 @@ pub fn sluice_worker(dir: &Path) -> (SluiceProcess, String) {
     (process, format!("http://127.0.0.1:{port}"))
 }
 
+/// Fails, saying how the plugin is resolved, unless the Kafka Connect
+/// worker at `kc_url` lists the connector `class` (`what`, resolved by the
+/// pom profile `profile` of scripts/kafka-connect/pom.xml).
+pub async fn assert_kafka_connect_has(
+    http: &reqwest::Client,
+    kc_url: &str,
+    class: &str,
+    what: &str,
+    profile: &str,
+) {
+    let plugins = http
+        .get(format!("{kc_url}/connector-plugins"))
+        .send()
+        .await
+        .expect("GET /connector-plugins")
+        .text()
+        .await
+        .unwrap();
+    let listed: Value = serde_json::from_str(&plugins)
+        .unwrap_or_else(|e| panic!("GET {kc_url}/connector-plugins: {e}: {plugins}"));
+    assert!(
+        listed
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|p| p["class"] == class),
+        "{what} ({class}) is not among the plugins of Kafka Connect at {kc_url}: \
+         scripts/kafka-connect.sh resolves it from Maven (scripts/kafka-connect/pom.xml, profile \
+         {profile}) and its `start` says why it has not (a Maven log under \
+         ~/.cache/sluice/kafka-connect-*/plugins/); the worker lists: {plugins}"
+    );
+}
+
+/// Creates (or updates) connector `name` on the Kafka Connect worker at
+/// `kc_url`, failing with its answer if it refuses (`what` the connector).
+pub async fn put_kafka_connect_connector(
+    http: &reqwest::Client,
+    kc_url: &str,
+    name: &str,
+    config: &Value,
+    what: &str,
+) {
+    let created = http
+        .put(format!("{kc_url}/connectors/{name}/config"))
+        .json(config)
+        .send()
+        .await
+        .expect("PUT /connectors/{name}/config");
+    let status = created.status();
+    assert!(
+        status.is_success(),
+        "Kafka Connect refused {what} ({status}): {}",
+        created.text().await.unwrap_or_default()
+    );
+}
+
 /// Waits until `GET base/health` answers 200.
 pub async fn healthy(http: &reqwest::Client, base: &str, what: &str) {
     fixtures::eventually(Duration::from_secs(120), what, || async {
@@ -1301,27 +1357,7 @@ async fn debezium_jdbc_sink_runs_in_kafka_connect() {
     let http = reqwest::Client::new();
     let kc_url = kafka_connect().to_string();
     healthy(&http, &kc_url, "Kafka Connect's /health").await;
-    let plugins = http
-        .get(format!("{kc_url}/connector-plugins"))
-        .send()
-        .await
-        .expect("GET /connector-plugins")
-        .text()
-        .await
-        .unwrap();
-    let listed: Value = serde_json::from_str(&plugins)
-        .unwrap_or_else(|e| panic!("GET {kc_url}/connector-plugins: {e}: {plugins}"));
-    assert!(
-        listed
-            .as_array()
-            .into_iter()
-            .flatten()
-            .any(|p| p["class"] == CLASS),
-        "Debezium's JDBC sink ({CLASS}) is not among the plugins of Kafka Connect at {kc_url}: \
-         scripts/kafka-connect.sh resolves it from Maven (scripts/kafka-connect/pom.xml, profile \
-         jdbc-plugin) and its `start` says why it has not (a Maven log under \
-         ~/.cache/sluice/kafka-connect-*/plugins/); the worker lists: {plugins}"
-    );
+    assert_kafka_connect_has(&http, &kc_url, CLASS, "Debezium's JDBC sink", "jdbc-plugin").await;
 
     // The PostgreSQL of scripts/postgres.sh, else one of this test's own.
     let own_pg;
@@ -1364,18 +1400,7 @@ async fn debezium_jdbc_sink_runs_in_kafka_connect() {
         "value.converter": "org.apache.kafka.connect.json.JsonConverter",
         "value.converter.schemas.enable": "true",
     });
-    let created = http
-        .put(format!("{kc_url}/connectors/{name}/config"))
-        .json(&config)
-        .send()
-        .await
-        .expect("PUT /connectors/{name}/config");
-    let status = created.status();
-    assert!(
-        status.is_success(),
-        "Kafka Connect refused Debezium's JDBC sink ({status}): {}",
-        created.text().await.unwrap_or_default()
-    );
+    put_kafka_connect_connector(&http, &kc_url, &name, &config, "Debezium's JDBC sink").await;
 
     // Keys and values as JsonConverter envelopes; id 2 twice, the second
     // an update of the first.

@@ -20,7 +20,9 @@ use std::time::{Duration, Instant};
 use rdkafka::Message;
 use serde_json::{Value, json};
 
-use super::compat_rest::{healthy, kafka_connect};
+use super::compat_rest::{
+    assert_kafka_connect_has, healthy, kafka_connect, put_kafka_connect_connector,
+};
 use super::{broker, unique, write_connector, write_worker};
 use crate::fixtures::{self, SluiceProcess};
 
@@ -258,6 +260,30 @@ fn differences(path: &str, dbz: &Value, sl: &Value, out: &mut Vec<(String, Strin
     }
 }
 
+/// The differences between Debezium's record and Sluice's (each with its
+/// side's topic prefix), keys then values, normalised, into `found` as
+/// `<label> <path>`.
+fn compare_records(
+    label: &str,
+    (dbz, dbz_prefix): (&(Value, Value), &str),
+    (sl, sl_prefix): (&(Value, Value), &str),
+    snapshot_row: bool,
+    found: &mut Vec<(String, String)>,
+) {
+    let mut diffs = Vec::new();
+    for (part, d, s) in [("key", &dbz.0, &sl.0), ("value", &dbz.1, &sl.1)] {
+        differences(
+            part,
+            &normalised(d, dbz_prefix, snapshot_row),
+            &normalised(s, sl_prefix, snapshot_row),
+            &mut diffs,
+        );
+    }
+    for (path, detail) in diffs {
+        found.push((format!("{label} {path}"), detail));
+    }
+}
+
 /// The accepted differences: `docs/compatibility.md`'s rows
 /// `| \`path\` | ... |` under "### Accepted differences (Debezium events)",
 /// a path as [`differences`] names it after `<table> <op>` (`*` for any).
@@ -323,19 +349,14 @@ async fn postgres_cdc_writes_the_events_debezium_writes_field_by_field() {
     let http = reqwest::Client::new();
     let kc_url = kafka_connect().to_string();
     healthy(&http, &kc_url, "Kafka Connect's /health").await;
-    let plugins = crate::distributed::get_json(&http, &format!("{kc_url}/connector-plugins"))
-        .await
-        .unwrap_or(Value::Null);
-    assert!(
-        plugins
-            .as_array()
-            .into_iter()
-            .flatten()
-            .any(|p| p["class"] == CLASS),
-        "Debezium's PostgreSQL connector ({CLASS}) is not among the plugins of Kafka Connect at \
-         {kc_url}: scripts/kafka-connect.sh resolves it from Maven (scripts/kafka-connect/pom.xml, \
-         profile postgres-plugin) and its `start` says why it has not; the worker lists: {plugins}"
-    );
+    assert_kafka_connect_has(
+        &http,
+        &kc_url,
+        CLASS,
+        "Debezium's PostgreSQL connector",
+        "postgres-plugin",
+    )
+    .await;
 
     // What an earlier, failed run left: its Debezium connector (which
     // keeps its slot open) and the slots, which keep the database from
@@ -394,18 +415,14 @@ async fn postgres_cdc_writes_the_events_debezium_writes_field_by_field() {
     let (dbz_slot, sl_slot) = (slot_of("dbzdiff_dbz"), slot_of("dbzdiff_sl"));
 
     // Debezium on Kafka Connect ...
-    let created = http
-        .put(format!("{kc_url}/connectors/{run}/config"))
-        .json(&config(&debezium.prefix, &dbz_slot))
-        .send()
-        .await
-        .expect("PUT /connectors/{name}/config");
-    let status = created.status();
-    assert!(
-        status.is_success(),
-        "Kafka Connect refused Debezium's PostgreSQL connector ({status}): {}",
-        created.text().await.unwrap_or_default()
-    );
+    put_kafka_connect_connector(
+        &http,
+        &kc_url,
+        &run,
+        &config(&debezium.prefix, &dbz_slot),
+        "Debezium's PostgreSQL connector",
+    )
+    .await;
     // ... and postgres-cdc on a Sluice worker, with the same config.
     let dir = tempfile::tempdir().unwrap();
     let worker = write_worker(dir.path(), &broker().bootstrap, "worker", json!({}));
@@ -470,24 +487,13 @@ async fn postgres_cdc_writes_the_events_debezium_writes_field_by_field() {
     // A heartbeat of each (their number depends on timing): the first.
     let (dbz_beats, sl_beats) = (debezium.heartbeats().await, sluice_side.heartbeats().await);
     match (dbz_beats.first(), sl_beats.first()) {
-        (Some((dk, dv)), Some((sk, sv))) => {
-            let mut diffs = Vec::new();
-            differences(
-                "key",
-                &normalised(dk, &debezium.prefix, false),
-                &normalised(sk, &sluice_side.prefix, false),
-                &mut diffs,
-            );
-            differences(
-                "value",
-                &normalised(dv, &debezium.prefix, false),
-                &normalised(sv, &sluice_side.prefix, false),
-                &mut diffs,
-            );
-            for (path, detail) in diffs {
-                found.push((format!("heartbeat - {path}"), detail));
-            }
-        }
+        (Some(dbz), Some(sl)) => compare_records(
+            "heartbeat -",
+            (dbz, &debezium.prefix),
+            (sl, &sluice_side.prefix),
+            false,
+            &mut found,
+        ),
         (d, s) => found.push((
             "heartbeat - topic".into(),
             format!(
@@ -509,25 +515,15 @@ async fn postgres_cdc_writes_the_events_debezium_writes_field_by_field() {
             ops(&sl),
             "{table}: the events' ops in order (Debezium, Sluice)"
         );
-        for ((dk, dv), (sk, sv)) in dbz.iter().zip(&sl) {
-            let op = op_of(dv);
-            let snapshot_row = op == "r";
-            let mut diffs = Vec::new();
-            differences(
-                "key",
-                &normalised(dk, &debezium.prefix, snapshot_row),
-                &normalised(sk, &sluice_side.prefix, snapshot_row),
-                &mut diffs,
+        for (d, s) in dbz.iter().zip(&sl) {
+            let op = op_of(&d.1);
+            compare_records(
+                &format!("{table} {op}"),
+                (d, &debezium.prefix),
+                (s, &sluice_side.prefix),
+                op == "r",
+                &mut found,
             );
-            differences(
-                "value",
-                &normalised(dv, &debezium.prefix, snapshot_row),
-                &normalised(sv, &sluice_side.prefix, snapshot_row),
-                &mut diffs,
-            );
-            for (path, detail) in diffs {
-                found.push((format!("{table} {op} {path}"), detail));
-            }
         }
     }
     let accepted = accepted();

@@ -426,6 +426,56 @@ async fn exactly_once_stream_rewinds_after_an_aborted_transaction() {
     }
 }
 
+/// Exactly once, a stream reads and transforms its next batch while the
+/// current one commits. When that commit fails, the batch read meanwhile
+/// is read again too, from every partition it came from, including those
+/// the failed batch did not touch (40 partitions of 2 records, batches of
+/// 2: the two batches rarely share a partition).
+#[tokio::test(flavor = "multi_thread")]
+async fn exactly_once_stream_rereads_the_batch_read_while_a_failed_commit_was_in_flight() {
+    let env = InProcess::start();
+    let input = "in-overlap";
+    env.broker.create_topic(input, 40).await.unwrap();
+    let values: Vec<Vec<u8>> = (0..80)
+        .map(|i| {
+            json!({"id": i, "name": format!("n{i}")})
+                .to_string()
+                .into_bytes()
+        })
+        .collect();
+    // Keyed by id: two records in each of the 40 partitions, spread by hash.
+    let keys: Vec<String> = (0..80).map(|i| format!("k{i}")).collect();
+    let records: Vec<(Option<&str>, &[u8])> = keys
+        .iter()
+        .zip(&values)
+        .map(|(k, v)| (Some(k.as_str()), v.as_slice()))
+        .collect();
+    fixtures::produce(env.broker.bootstrap_servers(), input, &records).await;
+    env.broker
+        .embedded()
+        .fail_requests(
+            RDKafkaApiKey::EndTxn,
+            vec![RDKafkaRespErr::RD_KAFKA_RESP_ERR_UNKNOWN_PRODUCER_ID; 8],
+        )
+        .await
+        .unwrap();
+    env.create(stream(
+        "stream-overlap",
+        input,
+        json!({"batch.max.records": "2"}),
+    ))
+    .await;
+    let out = format!("{input}.out");
+    eventually(Duration::from_secs(120), "every record out", || async {
+        (output_ids(&env, &out).len() == 80).then_some(())
+    })
+    .await;
+    let aborted = transactions(&env, "stream-overlap", "aborted");
+    assert!(aborted >= 1, "the faults aborted transactions: {aborted}");
+    let status = env.worker.status("stream-overlap").await.unwrap();
+    assert_eq!(status.tasks[0].1.state, State::Running);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_fenced_stream_task_fails_with_the_cause() {
     let env = InProcess::start();

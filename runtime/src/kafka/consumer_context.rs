@@ -215,6 +215,16 @@ impl TaskConsumerContext {
         self.revocations.lock().expect("revocations lock").holding = true;
     }
 
+    /// Whether a revocation is waiting for the records held.
+    pub fn revocation_waiting(&self) -> bool {
+        !self
+            .revocations
+            .lock()
+            .expect("revocations lock")
+            .deferred
+            .is_empty()
+    }
+
     /// The records held are committed (or will be read again): partitions
     /// whose revocation waited are released now. Blocking (it talks to the
     /// group coordinator through librdkafka).

@@ -271,6 +271,30 @@ pub(crate) async fn next_batch(
     max_wait: Duration,
     linger: Duration,
 ) -> Result<Vec<Consumed>, ConnectError> {
+    next_batch_until(
+        env,
+        consumer,
+        max_records,
+        max_wait,
+        linger,
+        std::future::pending(),
+    )
+    .await
+}
+
+/// [`next_batch`], which also stops waiting for a first record (returning
+/// an empty batch) once `stop_waiting` completes: a batch read while the
+/// previous one commits must not keep that commit's follow-up waiting
+/// when no record comes.
+pub(crate) async fn next_batch_until(
+    env: &TaskEnv,
+    consumer: &Arc<TaskConsumer>,
+    max_records: usize,
+    max_wait: Duration,
+    linger: Duration,
+    stop_waiting: impl std::future::Future<Output = ()>,
+) -> Result<Vec<Consumed>, ConnectError> {
+    let mut stop_waiting = std::pin::pin!(stop_waiting);
     let mut batch = Vec::new();
     let mut deadline = tokio::time::Instant::now() + Duration::from_secs(1);
     let mut stream = consumer.stream();
@@ -289,6 +313,7 @@ pub(crate) async fn next_batch(
                 tokio::select! {
                     biased;
                     _ = env.cancel.cancelled() => break,
+                    _ = &mut stop_waiting, if batch.is_empty() => break,
                     r = tokio::time::timeout_at(wait_until, stream.next()) => {
                         r.map(|r| r.expect("kafka streams never end"))
                     }

@@ -6,6 +6,11 @@
 //! group metadata), so the offsets move if and only if the output is
 //! visible. A failed transaction is aborted and the consumer rewound to the
 //! start of the batch, which is read again.
+//!
+//! While a transaction commits, the next batch is read, converted and
+//! transformed, so the task is not idle for the commit's round trips; it
+//! is produced once the commit is done (a producer has one transaction
+//! open at a time). An abort rewinds both batches.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -18,10 +23,11 @@ use sluice_sdk::{ConnectError, ErrorKind, Record};
 use super::TaskEnv;
 use super::consume::{
     Consumed, ReleaseOnDrop, TaskConsumer, close_consumer, commit, commit_before_writing,
-    next_batch, pause_consumer, position_assigned, release_revocations, subscribe, task_consumer,
+    next_batch_until, pause_consumer, position_assigned, release_revocations, subscribe,
+    task_consumer,
 };
 use super::produce::produce_batch;
-use super::stages::{check_converters, schema_outputs, transform_all};
+use super::stages::{Converted, check_converters, schema_outputs, transform_all};
 use crate::config::{DeliveryGuarantee, StreamConfig};
 use crate::errors::{ErrorHandler, Failure, Retry, Stage};
 use crate::kafka::transaction::{TransactionalProducer, TxnFailure};
@@ -61,6 +67,64 @@ enum Output {
     Transactional(Box<TransactionalProducer>),
 }
 
+/// A batch read, checked by the converters, transformed and routed:
+/// ready to be written.
+struct Prepared {
+    converted: Converted,
+    outputs: Vec<(usize, Record)>,
+    /// Where each partition's batch starts (to rewind to).
+    first: Positions,
+    /// The next offset to read in each partition (to commit).
+    next: Positions,
+    started: Instant,
+}
+
+/// Reads the next batch and runs it through the converter stage, the chain
+/// and the output schemas. `None`: no record came (the task is stopping,
+/// nothing arrived in time, or `stop_waiting` completed first).
+async fn prepare(
+    env: &mut TaskEnv,
+    config: &StreamConfig,
+    consumer: &Arc<TaskConsumer>,
+    errors: &ErrorHandler,
+    stop_waiting: impl std::future::Future<Output = ()>,
+) -> Result<Option<Prepared>, ConnectError> {
+    let max_records = env.common.batch_max_records;
+    let max_wait = Duration::from_millis(env.common.batch_max_ms);
+    let linger = Duration::from_millis(env.common.batch_linger_ms);
+    let batch =
+        next_batch_until(env, consumer, max_records, max_wait, linger, stop_waiting).await?;
+    if batch.is_empty() {
+        return Ok(None);
+    }
+    env.swap_chain_if_updated().await;
+    let started = Instant::now();
+    env.count("consume", "ok", batch.len());
+    env.observe_batch(batch.len());
+    env.note_topics(batch.iter().map(|r| r.topic.as_str()));
+    let (first, next) = batch_bounds(&batch);
+    let converted = check_converters(env, errors, batch).await?;
+    let inputs = &converted.inputs;
+    let mut outputs = transform_all(env, errors, inputs, converted.chain_inputs()).await?;
+    // Routed first: a registry converter names its subject after the
+    // topic the record is written to.
+    for (_, r) in &mut outputs {
+        r.topic = config.route(&r.topic);
+        r.partition = -1;
+        r.offset = -1;
+    }
+    let outputs =
+        schema_outputs(env, errors, inputs, converted.chain_inputs(), outputs, true).await?;
+    env.note_topics(outputs.iter().map(|(_, r)| r.topic.as_str()));
+    Ok(Some(Prepared {
+        converted,
+        outputs,
+        first,
+        next,
+        started,
+    }))
+}
+
 async fn run_loop(
     env: &mut TaskEnv,
     config: &StreamConfig,
@@ -69,14 +133,16 @@ async fn run_loop(
     events: &mut tokio::sync::mpsc::UnboundedReceiver<crate::kafka::ConsumerEvent>,
     errors: &ErrorHandler,
 ) -> Result<(), ConnectError> {
-    let max_records = env.common.batch_max_records;
-    let max_wait = Duration::from_millis(env.common.batch_max_ms);
-    let linger = Duration::from_millis(env.common.batch_linger_ms);
     // Records dead-lettered inside a transaction that was then aborted:
     // read again after the rewind, they are not dead-lettered twice.
     let mut dead_lettered: BTreeSet<(String, i32, i64)> = BTreeSet::new();
     // Consecutive aborted transactions share one retry budget.
     let mut abort_retrier = None;
+    // Exactly once, the next batch is read and transformed while the
+    // current one's transaction commits (a producer has one transaction
+    // open at a time, but the consumer and the chain need not wait for
+    // it); it is written next, or read again if that commit failed.
+    let mut prepared: Option<Prepared> = None;
     loop {
         let mut assigned = Vec::new();
         while let Ok(event) = events.try_recv() {
@@ -88,35 +154,33 @@ async fn run_loop(
         if !assigned.is_empty() && !position_assigned(env, consumer, &assigned, true).await? {
             return Ok(());
         }
-        if env.is_paused() && !pause_consumer(env, consumer).await {
-            return Ok(());
-        }
-        let batch = next_batch(env, consumer, max_records, max_wait, linger).await?;
-        if batch.is_empty() {
-            if env.cancel.is_cancelled() {
+        if env.is_paused() {
+            // Nothing stays held while paused: a revocation would wait
+            // for the whole pause.
+            if let Some(held) = prepared.take() {
+                rewind(consumer, &held.first, false).await?;
+                release_revocations(consumer).await;
+            }
+            if !pause_consumer(env, consumer).await {
                 return Ok(());
             }
-            continue;
         }
-        env.swap_chain_if_updated().await;
-        let started = Instant::now();
-        env.count("consume", "ok", batch.len());
-        env.observe_batch(batch.len());
-        env.note_topics(batch.iter().map(|r| r.topic.as_str()));
-        let (first, next) = batch_bounds(&batch);
-        let converted = check_converters(env, errors, batch).await?;
+        let batch = match prepared.take() {
+            Some(batch) => batch,
+            None => match prepare(env, config, consumer, errors, std::future::pending()).await? {
+                Some(batch) => batch,
+                None if env.cancel.is_cancelled() => return Ok(()),
+                None => continue,
+            },
+        };
+        let Prepared {
+            converted,
+            outputs,
+            first,
+            next,
+            started,
+        } = batch;
         let inputs = &converted.inputs;
-        let mut outputs = transform_all(env, errors, inputs, converted.chain_inputs()).await?;
-        // Routed first: a registry converter names its subject after the
-        // topic the record is written to.
-        for (_, r) in &mut outputs {
-            r.topic = config.route(&r.topic);
-            r.partition = -1;
-            r.offset = -1;
-        }
-        let outputs =
-            schema_outputs(env, errors, inputs, converted.chain_inputs(), outputs, true).await?;
-        env.note_topics(outputs.iter().map(|(_, r)| r.topic.as_str()));
         let produced = match output {
             Output::Plain(producer) => {
                 let written =
@@ -124,20 +188,40 @@ async fn run_loop(
                 let Some(n) = written else {
                     return Ok(());
                 };
+                // Written: a revocation that waited for the batch goes
+                // through.
+                release_revocations(consumer).await;
                 n
             }
             Output::Transactional(txn) => {
-                match transact(
-                    consumer,
-                    txn,
-                    errors,
-                    inputs,
-                    outputs,
-                    &next,
-                    &mut dead_lettered,
-                )
-                .await
-                {
+                // A revocation waiting for the records held gets them
+                // after this commit: nothing more is read meanwhile.
+                let overlap = !consumer.context().revocation_waiting();
+                let committed = tokio::sync::Notify::new();
+                let (outcome, following) = tokio::join!(
+                    async {
+                        let outcome = transact(
+                            consumer,
+                            txn,
+                            errors,
+                            inputs,
+                            outputs,
+                            &next,
+                            &mut dead_lettered,
+                        )
+                        .await;
+                        committed.notify_one();
+                        outcome
+                    },
+                    async {
+                        if overlap {
+                            prepare(env, config, consumer, errors, committed.notified()).await
+                        } else {
+                            Ok(None)
+                        }
+                    },
+                );
+                match outcome {
                     Ok(Ok(n)) => {
                         abort_retrier = None;
                         // The transaction committed the offsets; the
@@ -147,6 +231,12 @@ async fn run_loop(
                         commit(env, consumer, &next).await;
                         dead_lettered
                             .retain(|(t, p, o)| next.get(&(t.clone(), *p)).is_none_or(|n| o >= n));
+                        match following? {
+                            // Still held, committed next (alone, if a
+                            // revocation waits for it).
+                            Some(held) => prepared = Some(held),
+                            None => release_revocations(consumer).await,
+                        }
                         n
                     }
                     Ok(Err(Redo {
@@ -163,7 +253,15 @@ async fn run_loop(
                             Retry::Stopped => return Ok(()),
                             Retry::Failed(e) => return Err(e),
                         }
-                        rewind(consumer, &first, settled_by_broker).await?;
+                        // The batch read meanwhile comes after this one:
+                        // both are read again.
+                        let mut from = first;
+                        if let Ok(Some(held)) = &following {
+                            for (partition, offset) in &held.first {
+                                from.entry(partition.clone()).or_insert(*offset);
+                            }
+                        }
+                        rewind(consumer, &from, settled_by_broker).await?;
                         release_revocations(consumer).await;
                         continue;
                     }
@@ -172,8 +270,6 @@ async fn run_loop(
                 }
             }
         };
-        // Committed: a revocation that waited for the batch goes through.
-        release_revocations(consumer).await;
         env.count("produce", "ok", produced);
         env.observe_batch_time(started);
         if env.cancel.is_cancelled() {

@@ -505,7 +505,7 @@ fn transform_test_command_runs_a_component_over_samples() {
             "--config",
             "add.field=by",
             "--world",
-            "transform",
+            "bytes",
         ],
         &input,
     );
@@ -514,10 +514,11 @@ fn transform_test_command_runs_a_component_over_samples() {
         lines[4]["records"][0]["value"],
         json!({"name":"ADA","by":"sluice"})
     );
-    let (code, lines, stderr) = sluice(&[rust, "--world", "bytes"], &input);
+    // The Rust SDK exports the `bytes` world (one buffer each way).
+    let (code, lines, stderr) = sluice(&[rust, "--world", "transform"], &input);
     assert_ne!(code, 0, "a component of the other world is refused");
     assert!(lines.is_empty());
-    assert!(stderr.contains("not `bytes`"), "{stderr}");
+    assert!(stderr.contains("not `transform`"), "{stderr}");
     // A rejected config: non-zero, with the transform's reason.
     let (code, _, stderr) = sluice(&[rust, "--config", "bogus=1"], &input);
     assert_ne!(code, 0);

@@ -37,6 +37,12 @@ impl Writer {
     pub fn new() -> Self {
         Writer(vec![VERSION])
     }
+    /// A writer whose buffer holds `bytes` before it grows.
+    pub fn with_capacity(bytes: usize) -> Self {
+        let mut buf = Vec::with_capacity(bytes.max(1));
+        buf.push(VERSION);
+        Writer(buf)
+    }
     pub fn u8(&mut self, v: u8) {
         self.0.push(v);
     }
@@ -83,7 +89,23 @@ impl Writer {
     }
     fn error(&mut self, e: &ConnectError) {
         self.u8(class_code(e.kind));
-        self.bytes(e.message.as_bytes());
+        self.bytes(e.full_message().as_bytes());
+    }
+    /// One input's result: its records, or its error.
+    pub fn result(&mut self, result: &TransformResult) {
+        match result {
+            Ok(records) => {
+                self.u8(0);
+                self.u32(records.len() as u32);
+                for r in records {
+                    self.record(r);
+                }
+            }
+            Err(e) => {
+                self.u8(1);
+                self.error(e);
+            }
+        }
     }
     pub fn finish(self) -> Vec<u8> {
         self.0
@@ -241,8 +263,24 @@ fn class_code(kind: ErrorKind) -> u8 {
     }
 }
 
+/// The encoded size of a record, so a batch's buffer is allocated once.
+fn encoded_len(r: &Record) -> usize {
+    let opt = |b: Option<&[u8]>| 1 + b.map_or(0, |b| 4 + b.len());
+    4 + r.topic.len()
+        + 4
+        + 8
+        + if r.timestamp.is_some() { 9 } else { 1 }
+        + opt(r.key.as_deref())
+        + opt(r.value.as_deref())
+        + 4
+        + r.headers
+            .iter()
+            .map(|h| 4 + h.key.len() + opt(h.value.as_deref()))
+            .sum::<usize>()
+}
+
 pub fn encode_batch(records: &[Record]) -> Vec<u8> {
-    let mut w = Writer::new();
+    let mut w = Writer::with_capacity(5 + records.iter().map(encoded_len).sum::<usize>());
     w.u32(records.len() as u32);
     for r in records {
         w.record(r);
@@ -267,19 +305,7 @@ pub fn encode_results(results: &[TransformResult]) -> Vec<u8> {
     let mut w = Writer::new();
     w.u32(results.len() as u32);
     for result in results {
-        match result {
-            Ok(records) => {
-                w.u8(0);
-                w.u32(records.len() as u32);
-                for r in records {
-                    w.record(r);
-                }
-            }
-            Err(e) => {
-                w.u8(1);
-                w.error(e);
-            }
-        }
+        w.result(result);
     }
     w.finish()
 }
@@ -408,6 +434,16 @@ mod tests {
         let config = vec![("k".to_string(), "v".to_string())];
         assert_eq!(decode_config(&encode_config(&config)).unwrap(), config);
         assert!(decode_status(&encode_status(&Ok(()))).unwrap().is_ok());
+    }
+
+    #[test]
+    fn a_batch_is_encoded_into_one_allocation_of_its_exact_size() {
+        let mut value = sample();
+        value.value = Some(b"{}".to_vec());
+        value.timestamp = None;
+        let batch = vec![sample(), Record::default(), value];
+        let encoded = encode_batch(&batch);
+        assert_eq!(encoded.capacity(), encoded.len());
     }
 
     #[test]

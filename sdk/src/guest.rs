@@ -31,6 +31,11 @@
 //! sluice_sdk::export_transform!(DropCancelled);
 //! ```
 //!
+//! The component implements the `bytes` world of `sdk/wit/transform.wit`:
+//! a batch crosses the boundary as one buffer each way, in the encoding of
+//! [`crate::codec`], rather than as a string or list lowered per field of
+//! every record (which costs a call into the guest's allocator each).
+//!
 //! Errors carry their class: [`ConnectError::data`] (this record is bad),
 //! [`ConnectError::retriable`] (try again later), [`ConnectError::fatal`]
 //! (stop the task). A panic traps the instance; the runtime treats it as a
@@ -39,26 +44,24 @@
 use std::any::Any;
 use std::cell::RefCell;
 
+use crate::codec;
 use crate::config::ConfigMap;
-use crate::error::{ConnectError, ErrorKind};
-use crate::record::{Header, Record};
+use crate::error::ConnectError;
+use crate::record::Record;
 
 #[doc(hidden)]
 pub mod bindings {
     wit_bindgen::generate!({
         path: "wit",
-        world: "transform",
+        world: "bytes",
         pub_export_macro: true,
-        export_macro_name: "__export_transform_world",
+        export_macro_name: "__export_bytes_world",
         default_bindings_module: "sluice_sdk::guest::bindings",
     });
 }
 
 #[doc(hidden)]
-pub use bindings::__export_transform_world;
-use bindings::sluice::transform::types::{
-    ErrorClass, Header as WitHeader, KafkaRecord, TransformError,
-};
+pub use bindings::__export_bytes_world;
 
 /// The transform's config: every `transforms.<alias>.*` key except `type`
 /// and `module`, prefix removed. Parse it into a typed struct with
@@ -78,137 +81,56 @@ thread_local! {
     static INSTANCE: RefCell<Option<Box<dyn Any>>> = const { RefCell::new(None) };
 }
 
-fn with_instance<T: Transform, R>(f: impl FnOnce(&mut T) -> R) -> Result<R, TransformError> {
+#[doc(hidden)]
+pub fn configure<T: Transform>(config: Vec<u8>) -> Vec<u8> {
+    let status = codec::decode_config(&config)
+        .map_err(|e| ConnectError::fatal(format!("the host sent a malformed config: {e}")))
+        .and_then(|config| T::configure(config.into_iter().collect()))
+        .map(|t| INSTANCE.with(|cell| *cell.borrow_mut() = Some(Box::new(t))));
+    codec::encode_status(&status)
+}
+
+#[doc(hidden)]
+pub fn transform_batch<T: Transform>(input: Vec<u8>) -> Vec<u8> {
+    // A malformed batch is the host's bug, not a record's: trap (the host
+    // then replays the records one by one on a fresh instance).
+    let mut reader = codec::Reader::new(&input).expect("the host sent a malformed batch");
+    let count = reader.u32().expect("the host sent a malformed batch");
+    // Most transforms return about what they get.
+    let mut out = codec::Writer::with_capacity(input.len() + input.len() / 4 + 64);
+    out.u32(count);
     INSTANCE.with(|cell| {
         let mut slot = cell.borrow_mut();
-        match slot.as_mut().and_then(|b| b.downcast_mut::<T>()) {
-            Some(t) => Ok(f(t)),
-            None => Err(TransformError {
-                class: ErrorClass::Fatal,
-                message: "transform called before configure".into(),
-            }),
+        let mut transform = slot.as_mut().and_then(|b| b.downcast_mut::<T>());
+        for _ in 0..count {
+            let record = reader.record().expect("the host sent a malformed batch");
+            let result = match transform.as_mut() {
+                Some(t) => t.transform(record),
+                None => Err(ConnectError::fatal("transform called before configure")),
+            };
+            out.result(&result);
         }
-    })
+    });
+    out.finish()
 }
 
-fn to_wit_error(e: ConnectError) -> TransformError {
-    TransformError {
-        class: match e.kind {
-            ErrorKind::Data => ErrorClass::Data,
-            ErrorKind::Retriable => ErrorClass::Retriable,
-            ErrorKind::Fatal => ErrorClass::Fatal,
-        },
-        message: e.full_message(),
-    }
-}
-
-fn from_wit(r: KafkaRecord) -> Record {
-    Record {
-        topic: r.topic,
-        partition: r.partition,
-        offset: r.offset,
-        timestamp: r.timestamp,
-        key: r.key,
-        value: r.value,
-        headers: r
-            .headers
-            .into_iter()
-            .map(|h| Header {
-                key: h.key,
-                value: h.value,
-            })
-            .collect(),
-        ..Default::default()
-    }
-}
-
-fn to_wit(r: Record) -> KafkaRecord {
-    KafkaRecord {
-        topic: r.topic,
-        partition: r.partition,
-        offset: r.offset,
-        timestamp: r.timestamp,
-        key: r.key,
-        value: r.value,
-        headers: r
-            .headers
-            .into_iter()
-            .map(|h| WitHeader {
-                key: h.key,
-                value: h.value,
-            })
-            .collect(),
-    }
-}
-
-#[doc(hidden)]
-pub fn configure<T: Transform>(config: Vec<(String, String)>) -> Result<(), TransformError> {
-    let t = T::configure(config.into_iter().collect()).map_err(to_wit_error)?;
-    INSTANCE.with(|cell| *cell.borrow_mut() = Some(Box::new(t)));
-    Ok(())
-}
-
-#[doc(hidden)]
-pub fn transform<T: Transform>(input: KafkaRecord) -> Result<Vec<KafkaRecord>, TransformError> {
-    with_instance::<T, _>(|t| t.transform(from_wit(input)))?
-        .map(|out| out.into_iter().map(to_wit).collect())
-        .map_err(to_wit_error)
-}
-
-#[doc(hidden)]
-pub fn transform_batch<T: Transform>(
-    input: Vec<KafkaRecord>,
-) -> Vec<Result<Vec<KafkaRecord>, TransformError>> {
-    let n = input.len();
-    match with_instance::<T, _>(|t| {
-        input
-            .into_iter()
-            .map(|r| {
-                t.transform(from_wit(r))
-                    .map(|out| out.into_iter().map(to_wit).collect())
-                    .map_err(to_wit_error)
-            })
-            .collect::<Vec<_>>()
-    }) {
-        Ok(results) => results,
-        Err(e) => (0..n).map(|_| Err(e.clone())).collect(),
-    }
-}
-
-/// Exports a [`Transform`] as the component's `sluice:transform/transformer`.
+/// Exports a [`Transform`] as the component's `bytes` world (`configure`
+/// and `transform-batch`).
 #[macro_export]
 macro_rules! export_transform {
     ($t:ty) => {
         struct __SluiceTransformExport;
 
-        impl $crate::guest::bindings::exports::sluice::transform::transformer::Guest for __SluiceTransformExport {
-            fn configure(
-                config: ::std::vec::Vec<(::std::string::String, ::std::string::String)>,
-            ) -> ::std::result::Result<(), $crate::guest::bindings::sluice::transform::types::TransformError> {
+        impl $crate::guest::bindings::Guest for __SluiceTransformExport {
+            fn configure(config: ::std::vec::Vec<u8>) -> ::std::vec::Vec<u8> {
                 $crate::guest::configure::<$t>(config)
             }
 
-            fn transform(
-                input: $crate::guest::bindings::sluice::transform::types::KafkaRecord,
-            ) -> ::std::result::Result<
-                ::std::vec::Vec<$crate::guest::bindings::sluice::transform::types::KafkaRecord>,
-                $crate::guest::bindings::sluice::transform::types::TransformError,
-            > {
-                $crate::guest::transform::<$t>(input)
-            }
-
-            fn transform_batch(
-                input: ::std::vec::Vec<$crate::guest::bindings::sluice::transform::types::KafkaRecord>,
-            ) -> ::std::vec::Vec<
-                ::std::result::Result<
-                    ::std::vec::Vec<$crate::guest::bindings::sluice::transform::types::KafkaRecord>,
-                    $crate::guest::bindings::sluice::transform::types::TransformError,
-                >,
-            > {
+            fn transform_batch(input: ::std::vec::Vec<u8>) -> ::std::vec::Vec<u8> {
                 $crate::guest::transform_batch::<$t>(input)
             }
         }
 
-        $crate::guest::__export_transform_world!(__SluiceTransformExport with_types_in $crate::guest::bindings);
+        $crate::guest::__export_bytes_world!(__SluiceTransformExport with_types_in $crate::guest::bindings);
     };
 }

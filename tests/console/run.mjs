@@ -269,7 +269,7 @@ try {
   await replayButton.click();
   await dialog.getByRole('button', { name: 'Replay' }).click();
   await page.locator('#replay-result[data-dry-run="false"]').waitFor();
-  check((await page.locator('#replay-result').getAttribute('data-replayed')) === '5', 'replayed 5');
+  check((await page.locator('#replay-result').getAttribute('data-replayed')) === '5', `replayed 5, got ${await page.locator('#replay-result').getAttribute('data-replayed')}: ${await page.locator('#replay-result').textContent()}`);
   // Still not JSON: they come back, marked as replayed before.
   let again = 0;
   for (let i = 0; i < 60 && again < 5; i++) {

@@ -49,6 +49,8 @@
 //!   SLUICE_BENCH_LATENCY_SECONDS [20] after SLUICE_BENCH_LATENCY_WARMUP_SECONDS [5];
 //! - SLUICE_BENCH_IDLE_SECONDS [5]; SLUICE_BENCH_LOAD_CONNECTORS [10],
 //!   SLUICE_BENCH_LOAD_RECORDS [100000] per connector;
+//! - SLUICE_BENCH_WORKER_KEYS: a JSON object of worker keys for every
+//!   worker on the bench's broker (to try settings without a rebuild);
 //! - SLUICE_BENCH_FLOOD_CLIENTS [500] concurrent bad-password clients;
 //! - SLUICE_BENCH_SCALING_TASKS [1,2,4];
 //!   SLUICE_BENCH_SCALING_SIZES [100000,1000000,10000000].
@@ -310,7 +312,13 @@ impl Bench {
             }),
             BenchBroker::Real(_) => serde_json::json!({}),
         };
-        for (k, v) in keys.as_object().into_iter().flatten() {
+        let from_env = bench_worker_keys();
+        for (k, v) in from_env
+            .as_object()
+            .into_iter()
+            .chain(keys.as_object())
+            .flatten()
+        {
             all[k] = v.clone();
         }
         SluiceProcess::start(Some(&self.bootstrap), &self.wasm_cache, all).await
@@ -426,6 +434,21 @@ impl Bench {
         self.run_named(named, n, to).await
     }
 
+    /// [`Self::run_sluice`] on a worker with more worker keys.
+    async fn run_sluice_with(
+        &mut self,
+        connectors: Vec<serde_json::Value>,
+        n: usize,
+        to: Delivered<'_>,
+        worker_keys: serde_json::Value,
+    ) -> Measured {
+        let named = connectors
+            .into_iter()
+            .map(|config| (self.unique("bench"), config))
+            .collect();
+        self.run_named_with(named, n, to, worker_keys).await
+    }
+
     /// [`Self::run_sluice`] with the connectors' names given.
     async fn run_named(
         &mut self,
@@ -433,7 +456,18 @@ impl Bench {
         n: usize,
         to: Delivered<'_>,
     ) -> Measured {
-        let worker = self.worker().await;
+        self.run_named_with(connectors, n, to, serde_json::json!({}))
+            .await
+    }
+
+    async fn run_named_with(
+        &mut self,
+        connectors: Vec<(String, serde_json::Value)>,
+        n: usize,
+        to: Delivered<'_>,
+        worker_keys: serde_json::Value,
+    ) -> Measured {
+        let worker = self.worker_with(worker_keys).await;
         let mut names = Vec::new();
         for (name, config) in connectors {
             worker
@@ -1376,7 +1410,33 @@ async fn memory(bench: &mut Bench, idle: Duration, connectors: usize, records_ea
     }
     let total = connectors * records_each;
     let load = bench
-        .run_sluice(configs, total, Delivered::Topics(&outputs))
+        .run_sluice(configs.clone(), total, Delivered::Topics(&outputs))
+        .await;
+    // The same load again, with each consumer prefetching as it did before
+    // the smaller defaults: the baseline of the ratio.
+    eprintln!("memory: the same load with the former per-task prefetch...");
+    let mut again_outputs = Vec::new();
+    let mut again_configs = Vec::new();
+    for config in &configs {
+        let output = bench
+            .create_topic("load-out", partitions_for(records_each))
+            .await;
+        let mut config = config.clone();
+        config["output.topic"] = output.name.clone().into();
+        again_configs.push(config);
+        again_outputs.push(output);
+    }
+    let former = bench
+        .run_sluice_with(
+            again_configs,
+            total,
+            Delivered::Topics(&again_outputs),
+            serde_json::json!({
+                "consumer.queued.min.messages": "20000",
+                "consumer.queued.max.messages.kbytes": "16384",
+                "consumer.fetch.max.bytes": "52428800",
+            }),
+        )
         .await;
 
     println!("\n### Worker memory\n");
@@ -1401,9 +1461,40 @@ async fn memory(bench: &mut Bench, idle: Duration, connectors: usize, records_ea
     println!(
         "\nUnder load: {connectors} stream connectors in one worker, each exactly-once with the WASM transform over its own topic of {records_each} orders, all at once\n"
     );
-    println!("| worker | total records/s | CPU s per 1M records | peak RSS MiB |");
-    println!("|---|---:|---:|---:|");
-    println!("| {connectors} connectors | {} |", load.cells());
+    println!(
+        "| worker | total records/s | CPU s per 1M records | peak RSS MiB | peak RSS ratio | under 150 MiB |"
+    );
+    println!("|---|---:|---:|---:|---:|---|");
+    println!(
+        "| {connectors} connectors, each task prefetching as before (16 MiB, 20,000 records, 50 MiB fetches) | {} | 1.00 | {} |",
+        former.cells(),
+        if mib(former.peak_rss_kib) <= 150.0 {
+            "yes"
+        } else {
+            "NO"
+        }
+    );
+    println!(
+        "| {connectors} connectors, the defaults | {} | {:.2} | {} |",
+        load.cells(),
+        load.peak_rss_kib as f64 / former.peak_rss_kib as f64,
+        if mib(load.peak_rss_kib) <= 150.0 {
+            "yes"
+        } else {
+            "NO"
+        }
+    );
+}
+
+/// Worker keys for every worker the bench starts against its broker
+/// (`SLUICE_BENCH_WORKER_KEYS`, a JSON object; none by default): to try
+/// settings without a rebuild.
+fn bench_worker_keys() -> serde_json::Value {
+    match std::env::var("SLUICE_BENCH_WORKER_KEYS") {
+        Ok(json) => serde_json::from_str(&json)
+            .unwrap_or_else(|e| panic!("SLUICE_BENCH_WORKER_KEYS is not a JSON object: {e}")),
+        Err(_) => serde_json::json!({}),
+    }
 }
 
 /// Part 5: tasks, and records per run.

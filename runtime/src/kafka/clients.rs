@@ -37,9 +37,12 @@ pub const HEARTBEAT_INTERVAL_MS: u64 = 10_000;
 /// How long a task's consumer waits to fetch again once its prefetch
 /// queue is full (see [`KafkaClients::consumer`]).
 const FETCH_QUEUE_BACKOFF_MS: u32 = 20;
-/// How many records, and KiB, a task's consumer prefetches at most.
-const QUEUED_MIN_MESSAGES: u32 = 20_000;
-const QUEUED_MAX_KBYTES: u32 = 16_384;
+/// How many records, and KiB, a task's consumer prefetches at most, and
+/// the most one fetch brings (librdkafka fetches once more past a full
+/// queue, so this bounds the overshoot: 50 MiB by default).
+const QUEUED_MIN_MESSAGES: u32 = 5_000;
+const QUEUED_MAX_KBYTES: u32 = 4_096;
+const FETCH_MAX_BYTES: u32 = 4 << 20;
 
 /// The floor of `max.poll.interval.ms` (Kafka's default).
 const MAX_POLL_INTERVAL_FLOOR_MS: u64 = 300_000;
@@ -224,11 +227,14 @@ impl KafkaClients {
             // broker has. A short pause keeps the queue filled.
             .set("fetch.queue.backoff.ms", FETCH_QUEUE_BACKOFF_MS.to_string())
             // Bounded prefetch: librdkafka's defaults (100000 records, 64 MiB
-            // per consumer) let each task of a backlogged worker buffer a
-            // topic's worth; this is several batches ahead, which keeps a
-            // task busy, in a fraction of the memory.
+            // per consumer, fetches of up to 50 MiB) let each task of a
+            // backlogged worker buffer a topic's worth; this is several
+            // batches ahead, which keeps a task busy, in a fraction of the
+            // memory (BENCHMARKS.md, worker memory: 10 tasks peaked 0.8x
+            // lower than with 16 MiB and 50 MiB fetches, at the same rate).
             .set("queued.min.messages", QUEUED_MIN_MESSAGES.to_string())
-            .set("queued.max.messages.kbytes", QUEUED_MAX_KBYTES.to_string());
+            .set("queued.max.messages.kbytes", QUEUED_MAX_KBYTES.to_string())
+            .set("fetch.max.bytes", FETCH_MAX_BYTES.to_string());
         let settings: Vec<(&String, &String)> = self
             .consumer_overrides
             .iter()
@@ -392,8 +398,9 @@ mod tests {
         assert_eq!(c.get("enable.auto.commit"), Some("false"));
         // A full prefetch queue pauses fetching briefly, not for librdkafka's 1 s.
         assert_eq!(c.get("fetch.queue.backoff.ms"), Some("20"));
-        assert_eq!(c.get("queued.min.messages"), Some("20000"));
-        assert_eq!(c.get("queued.max.messages.kbytes"), Some("16384"));
+        assert_eq!(c.get("queued.min.messages"), Some("5000"));
+        assert_eq!(c.get("queued.max.messages.kbytes"), Some("4096"));
+        assert_eq!(c.get("fetch.max.bytes"), Some("4194304"));
     }
 
     #[test]

@@ -70,6 +70,7 @@ export function confirmAction(title, text, opts = {}) {
     const done = (v) => {
       ok.removeEventListener('click', onOk);
       cancel.removeEventListener('click', onCancel);
+      dialog.removeEventListener('cancel', onEscape);
       dialog.removeEventListener('close', onClose);
       if (dialog.open) dialog.close();
       if (opener instanceof HTMLElement && opener.isConnected) opener.focus();
@@ -77,9 +78,18 @@ export function confirmAction(title, text, opts = {}) {
     };
     const onOk = () => done(true);
     const onCancel = () => done(false);
-    const onClose = () => done(false);
+    // Escape is answered at once, on `cancel`: the `close` event comes a
+    // task later, by which time a dialog opened again (Escape, then Enter
+    // on the same button) would be the one it closed.
+    const onEscape = () => done(false);
+    // A `close` event left over from the dialog dismissed just before
+    // arrives while this one is open: not this dialog's.
+    const onClose = () => {
+      if (!dialog.open) done(false);
+    };
     ok.addEventListener('click', onOk);
     cancel.addEventListener('click', onCancel);
+    dialog.addEventListener('cancel', onEscape);
     dialog.addEventListener('close', onClose);
     dialog.showModal();
     cancel.focus();

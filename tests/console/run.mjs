@@ -202,6 +202,22 @@ try {
   await dialog.waitFor({ state: 'hidden' });
   check(await page.evaluate(() => document.activeElement?.textContent === 'Pause'), 'focus returns to the button');
   check((await page.locator('[data-state]').getAttribute('data-state')) === 'RUNNING', 'Escape cancelled: still RUNNING');
+  // Dismissed and opened again in one moment (Escape, then Enter at once):
+  // the first dialog's late close event must not close the second.
+  await page.keyboard.press('Enter');
+  await dialog.waitFor();
+  const reopened = await page.evaluate(async () => {
+    const d = /** @type {HTMLDialogElement} */ (document.getElementById('confirm'));
+    const again = [...document.querySelectorAll('.toolbar button')].find((b) => b.textContent === 'Pause');
+    d.requestClose();
+    /** @type {HTMLButtonElement} */ (again).click();
+    await new Promise((r) => setTimeout(r, 200));
+    return d.open;
+  });
+  check(reopened, 'a dialog opened again as the last one closes stays open');
+  await page.keyboard.press('Escape');
+  await dialog.waitFor({ state: 'hidden' });
+  check((await page.locator('[data-state]').getAttribute('data-state')) === 'RUNNING', 'still RUNNING');
   await page.keyboard.press('Enter');
   await dialog.waitFor();
   await page.keyboard.press('Tab');

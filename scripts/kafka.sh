@@ -157,7 +157,7 @@ start_node() {
   write_config "$n" "$id"
   if [[ ! -f "$dir/data/meta.properties" ]]; then
     "$java" -Xmx256m -cp "$cache/libs/*" -Dlog4j2.configurationFile="$dir/log4j2.properties" \
-      kafka.tools.StorageTool format --ignore-formatted -t "$(cluster_id "$n")" \
+      kafka.tools.StorageTool format --ignore-formatted --cluster-id="$(cluster_id "$n")" \
       -c "$dir/server.properties" >"$dir/format.log" 2>&1 \
       || { cat "$dir/format.log" >&2; die "formatting node $id's KRaft storage failed: see $dir/format.log"; }
   fi
@@ -177,8 +177,13 @@ cluster_id() {
   local file
   file="$(cluster_dir "$1")/cluster-id"
   mkdir -p "$(dirname "$file")"
-  # A KRaft cluster id is 16 bytes in URL-safe base64 without padding.
-  [[ -s "$file" ]] || head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=' >"$file"
+  # A KRaft cluster id is 16 bytes in URL-safe base64 without padding. One
+  # in 32 begins with '-', which a command line takes for an option (Kafka's
+  # own Uuid.randomUuid draws again then; so does this, and the id is
+  # passed as --cluster-id=ID, which reads a leading '-' as part of it).
+  while [[ ! -s "$file" || "$(head -c 1 "$file")" == - ]]; do
+    head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=' >"$file"
+  done
   cat "$file"
 }
 

@@ -427,11 +427,8 @@ impl Bench {
         n: usize,
         to: Delivered<'_>,
     ) -> Measured {
-        let named = connectors
-            .into_iter()
-            .map(|config| (self.unique("bench"), config))
-            .collect();
-        self.run_named(named, n, to).await
+        self.run_sluice_with(connectors, n, to, serde_json::json!({}))
+            .await
     }
 
     /// [`Self::run_sluice`] on a worker with more worker keys.
@@ -1455,7 +1452,7 @@ async fn memory(bench: &mut Bench, idle: Duration, connectors: usize, records_ea
             mib(s.rss_anon_kib),
             mib(s.rss_file_kib),
             mib(s.peak_rss_kib),
-            if mib(s.rss_kib) < 50.0 { "yes" } else { "NO" }
+            yes_or_no(mib(s.rss_kib) < 50.0)
         );
     }
     println!(
@@ -1468,21 +1465,13 @@ async fn memory(bench: &mut Bench, idle: Duration, connectors: usize, records_ea
     println!(
         "| {connectors} connectors, each task prefetching as before (16 MiB, 20,000 records, 50 MiB fetches) | {} | 1.00 | {} |",
         former.cells(),
-        if mib(former.peak_rss_kib) <= 150.0 {
-            "yes"
-        } else {
-            "NO"
-        }
+        yes_or_no(mib(former.peak_rss_kib) <= 150.0)
     );
     println!(
         "| {connectors} connectors, the defaults | {} | {:.2} | {} |",
         load.cells(),
         load.peak_rss_kib as f64 / former.peak_rss_kib as f64,
-        if mib(load.peak_rss_kib) <= 150.0 {
-            "yes"
-        } else {
-            "NO"
-        }
+        yes_or_no(mib(load.peak_rss_kib) <= 150.0)
     );
 }
 
@@ -1490,11 +1479,19 @@ async fn memory(bench: &mut Bench, idle: Duration, connectors: usize, records_ea
 /// (`SLUICE_BENCH_WORKER_KEYS`, a JSON object; none by default): to try
 /// settings without a rebuild.
 fn bench_worker_keys() -> serde_json::Value {
-    match std::env::var("SLUICE_BENCH_WORKER_KEYS") {
-        Ok(json) => serde_json::from_str(&json)
-            .unwrap_or_else(|e| panic!("SLUICE_BENCH_WORKER_KEYS is not a JSON object: {e}")),
-        Err(_) => serde_json::json!({}),
+    let Ok(json) = std::env::var("SLUICE_BENCH_WORKER_KEYS") else {
+        return serde_json::json!({});
+    };
+    match serde_json::from_str::<serde_json::Value>(&json) {
+        Ok(keys) if keys.is_object() => keys,
+        Ok(other) => panic!("SLUICE_BENCH_WORKER_KEYS is not a JSON object: {other}"),
+        Err(e) => panic!("SLUICE_BENCH_WORKER_KEYS is not a JSON object: {e}"),
     }
+}
+
+/// A target's cell: met or not, loudly.
+fn yes_or_no(met: bool) -> &'static str {
+    if met { "yes" } else { "NO" }
 }
 
 /// Part 5: tasks, and records per run.

@@ -230,8 +230,9 @@ impl KafkaClients {
             // per consumer, fetches of up to 50 MiB) let each task of a
             // backlogged worker buffer a topic's worth; this is several
             // batches ahead, which keeps a task busy, in a fraction of the
-            // memory (BENCHMARKS.md, worker memory: 10 tasks peaked 0.8x
-            // lower than with 16 MiB and 50 MiB fetches, at the same rate).
+            // memory (BENCHMARKS.md, worker memory: 10 tasks peaked at
+            // 0.74-0.96 of what 16 MiB and 50 MiB fetches took, at the same
+            // rate).
             .set("queued.min.messages", QUEUED_MIN_MESSAGES.to_string())
             .set("queued.max.messages.kbytes", QUEUED_MAX_KBYTES.to_string())
             .set("fetch.max.bytes", FETCH_MAX_BYTES.to_string());

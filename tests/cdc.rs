@@ -21,6 +21,26 @@ async fn drop_slot_if_any(base: &str, slot: &str) {
     .await;
 }
 
+/// Drops a slot a stopped task used. The server releases the slot when it
+/// notices the replication connection closed, a moment after the task has
+/// stopped; dropping only an inactive slot, once, could drop nothing.
+async fn drop_slot_once_released(base: &str, slot: &str) {
+    eventually(
+        Duration::from_secs(30),
+        "the stopped task's replication slot to be released and dropped",
+        || async move {
+            drop_slot_if_any(base, slot).await;
+            let left = fixtures::db_rows(
+                base,
+                &format!("SELECT slot_name FROM pg_replication_slots WHERE slot_name = '{slot}'"),
+            )
+            .await;
+            left.is_empty().then_some(())
+        },
+    )
+    .await;
+}
+
 fn connector(name: &str, url: &str, slot: &str, extra: Value) -> Value {
     let rest = url.strip_prefix("postgres://").expect("postgres URL");
     let (user, rest) = rest.split_once('@').expect("user@host");
@@ -270,13 +290,35 @@ async fn postgres_cdc_refuses_a_server_without_logical_decoding_and_a_dropped_sl
         &format!("ALTER PUBLICATION {slot}_pub ADD TABLE orders"),
     )
     .await;
-    env.create(connector("faults2", &url, slot, json!({})))
-        .await;
+    // Exactly-once: each transaction stores the offsets with the events, so
+    // the task needs no clean stop to have stored the streamed position.
+    // (At-least-once stores it at the stop; a stop that overran its
+    // graceful timeout would store nothing, and the task would start over
+    // with a new snapshot rather than fail.)
+    env.create(connector(
+        "faults2",
+        &url,
+        slot,
+        json!({"delivery.guarantee": "exactly-once"}),
+    ))
+    .await;
     events(&env, "shop.public.customers", 1).await;
     fixtures::pg_script(&url, "INSERT INTO customers VALUES (2, 'bob')").await;
     events(&env, "shop.public.customers", 2).await;
+    eventually(
+        Duration::from_secs(60),
+        "the streamed event's position among the stored offsets",
+        || async {
+            let offsets = env.herder.offsets("faults2").await.ok()??;
+            offsets
+                .iter()
+                .any(|o| o["offset"]["lsn"].is_number() && o["offset"]["snapshot"].is_null())
+                .then_some(())
+        },
+    )
+    .await;
     env.worker.stop("faults2").await.unwrap();
-    drop_slot_if_any(&base, slot).await;
+    drop_slot_once_released(&base, slot).await;
     env.worker.resume("faults2").await.unwrap();
     let trace = env.failed_trace("faults2").await;
     assert!(
@@ -285,6 +327,42 @@ async fn postgres_cdc_refuses_a_server_without_logical_decoding_and_a_dropped_sl
         "{trace}"
     );
     env.worker.delete_connector("faults2").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn postgres_cdc_drops_its_slot_on_stop_when_asked() {
+    let Some(base) = postgres_url() else { return };
+    let slot = "sluice_cdc_drop_on_stop";
+    drop_slot_if_any(&base, slot).await;
+    let url = fixtures::fresh_pg_database(&base, "cdc_drop_on_stop").await;
+    fixtures::pg_script(
+        &url,
+        "CREATE TABLE customers (id int PRIMARY KEY, name text);
+         CREATE TABLE orders (id int PRIMARY KEY);
+         INSERT INTO customers VALUES (1, 'ann');",
+    )
+    .await;
+    let env = InProcess::start();
+    env.create(connector(
+        "dropper",
+        &url,
+        slot,
+        json!({"slot.drop.on.stop": "true"}),
+    ))
+    .await;
+    events(&env, "shop.public.customers", 1).await;
+    // Streaming holds the slot: the stop must wait for the server to let
+    // it go, then drop it, before it returns.
+    fixtures::pg_script(&url, "INSERT INTO customers VALUES (2, 'bob')").await;
+    events(&env, "shop.public.customers", 2).await;
+    env.worker.stop("dropper").await.unwrap();
+    let left = fixtures::db_rows(
+        &base,
+        &format!("SELECT active_pid::text FROM pg_replication_slots WHERE slot_name = '{slot}'"),
+    )
+    .await;
+    assert!(left.is_empty(), "the slot outlived the stop: {left:?}");
+    env.worker.delete_connector("dropper").await;
 }
 
 /// The slot's confirmed position, as a number.

@@ -345,13 +345,44 @@ pub async fn slot_state(
     }))
 }
 
-pub async fn drop_slot(conn: &mut PgConnection, slot: &str) -> Result<(), ConnectError> {
-    sqlx::query("SELECT pg_drop_replication_slot($1)")
-        .bind(slot)
-        .execute(&mut *conn)
-        .await
-        .map_err(|e| sql_error(&format!("dropping replication slot `{slot}`"), e))?;
-    Ok(())
+/// Drops the slot once no connection holds it. The server releases a slot
+/// when it notices its replication connection closed, a moment after the
+/// client closed it, and `pg_drop_replication_slot` refuses an active slot
+/// rather than waiting; a slot already gone is not an error.
+pub async fn drop_slot(
+    conn: &mut PgConnection,
+    slot: &str,
+    wait_for_release: std::time::Duration,
+) -> Result<(), ConnectError> {
+    let deadline = tokio::time::Instant::now() + wait_for_release;
+    loop {
+        let Some(state) = slot_state(conn, slot).await? else {
+            return Ok(());
+        };
+        if let Some(pid) = state.active_pid {
+            if tokio::time::Instant::now() >= deadline {
+                return Err(ConnectError::retriable(format!(
+                    "replication slot `{slot}` is still in use by PostgreSQL process {pid} after {wait_for_release:?}: drop it by hand once that connection ends (SELECT pg_drop_replication_slot('{slot}'))"
+                ))
+                .with_class("SlotInUse"));
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            continue;
+        }
+        // Inactive now, but another connection may take it between the
+        // check and the drop: then the loop looks again.
+        match sqlx::query("SELECT pg_drop_replication_slot($1)")
+            .bind(slot)
+            .execute(&mut *conn)
+            .await
+        {
+            Ok(_) => return Ok(()),
+            Err(sqlx::Error::Database(e))
+                if e.code().as_deref() == Some("55006")
+                    && tokio::time::Instant::now() < deadline => {}
+            Err(e) => return Err(sql_error(&format!("dropping replication slot `{slot}`"), e)),
+        }
+    }
 }
 
 /// How many bytes of WAL the slot holds back: the server's current

@@ -37,6 +37,9 @@ const PG_EPOCH_US: i64 = 946_684_800_000_000;
 /// After the first event of a poll, how long to wait for more before
 /// handing the batch over.
 const LINGER: Duration = Duration::from_millis(20);
+/// How long dropping a slot waits for the server to release it after its
+/// replication connection closed.
+const SLOT_RELEASE_WAIT: Duration = Duration::from_secs(10);
 
 /// Where the connector is: the last event handed to the runtime.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -266,7 +269,7 @@ impl CdcTask {
                     // Kafka yet, so dropping it loses nothing.
                     tracing::info!(slot = %cfg.slot, "no completed snapshot is stored: the slot is created again for a consistent snapshot");
                     let conn = self.sql().await?;
-                    catalog::drop_slot(conn, &cfg.slot).await?;
+                    catalog::drop_slot(conn, &cfg.slot, SLOT_RELEASE_WAIT).await?;
                 }
                 self.begin_snapshot(captured).await?;
             }
@@ -1102,12 +1105,9 @@ impl SourceTask for CdcTask {
         let slot = self.cfg.slot.clone();
         if self.cfg.slot_drop_on_stop
             && let Ok(conn) = self.sql().await
+            && let Err(e) = catalog::drop_slot(conn, &slot, SLOT_RELEASE_WAIT).await
         {
-            // The stream's connection has to be gone before the slot can be.
-            tokio::time::sleep(Duration::from_millis(200)).await;
-            if let Err(e) = catalog::drop_slot(conn, &slot).await {
-                tracing::warn!(slot = %slot, error = %e, "could not drop the replication slot");
-            }
+            tracing::warn!(slot = %slot, error = %e, "could not drop the replication slot");
         }
         if let Some(conn) = self.sql.take() {
             let _ = conn.close().await;

@@ -21,7 +21,9 @@
 //! 8. pipeline 1 with typed values (part `typed`): the same orders in
 //!    `JsonConverter` envelopes and in Confluent's Avro, Protobuf and JSON
 //!    Schema wire formats, their schemas in the worker's built-in
-//!    registry, against the schemaless JSON run.
+//!    registry, against the schemaless JSON run;
+//! 9. instructions per record of the stream and the sink (part
+//!    `instructions`), the worker run under callgrind.
 //!
 //!     bench/run.sh pipelines       (starts PostgreSQL, Apache Kafka and the Python venv)
 //!
@@ -38,7 +40,7 @@
 //! - SLUICE_BENCH_PYTHON: a python with the baselines' packages (without
 //!   it the Python rows say "not run");
 //! - SLUICE_BENCH_PIPELINES: which parts, comma-separated
-//!   [pipeline1,pipeline2,latency,memory,kafka,scaling,authflood,typed];
+//!   [pipeline1,pipeline2,latency,memory,kafka,scaling,authflood,typed,instructions];
 //! - SLUICE_BENCH_KAFKA_BOOTSTRAP: the real broker of part `kafka`
 //!   (`bench/run.sh` starts one; without it the part says "not run");
 //! - SLUICE_BENCH_PIPELINE_RECORDS [1000000], SLUICE_BENCH_PY_RECORDS [20000];
@@ -53,7 +55,10 @@
 //!   worker on the bench's broker (to try settings without a rebuild);
 //! - SLUICE_BENCH_FLOOD_CLIENTS [500] concurrent bad-password clients;
 //! - SLUICE_BENCH_SCALING_TASKS [1,2,4];
-//!   SLUICE_BENCH_SCALING_SIZES [100000,1000000,10000000].
+//!   SLUICE_BENCH_SCALING_SIZES [100000,1000000,10000000];
+//! - SLUICE_BENCH_COUNTED_SMALL [10000], SLUICE_BENCH_COUNTED_LARGE [40000]:
+//!   the two runs under callgrind of part `instructions`;
+//!   SLUICE_BENCH_CALLGRIND_DIR: keep their profiles there.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -304,6 +309,16 @@ impl Bench {
     /// `group.instance.id`) and a 6 s session timeout.
     /// On a real broker the worker keeps its defaults.
     async fn worker_with(&self, keys: serde_json::Value) -> SluiceProcess {
+        SluiceProcess::start(
+            Some(&self.bootstrap),
+            &self.wasm_cache,
+            self.worker_keys(keys),
+        )
+        .await
+    }
+
+    /// The worker keys of [`Self::worker_with`].
+    fn worker_keys(&self, keys: serde_json::Value) -> serde_json::Value {
         let mut all = match self.broker {
             BenchBroker::Embedded(_) => serde_json::json!({
                 "consumer.group.instance.id": "",
@@ -321,7 +336,7 @@ impl Bench {
         {
             all[k] = v.clone();
         }
-        SluiceProcess::start(Some(&self.bootstrap), &self.wasm_cache, all).await
+        all
     }
 
     /// The reference transform's keys for a connector config.
@@ -554,6 +569,196 @@ impl Bench {
         );
         self.stream_runs.insert((n, partitions, tasks), m.clone());
         m
+    }
+}
+
+impl Bench {
+    /// The instructions a worker under callgrind executes, from its start
+    /// to its clean exit, to deliver `n` records through `config`.
+    async fn worker_instructions(
+        &mut self,
+        config: serde_json::Value,
+        n: usize,
+        to: Delivered<'_>,
+    ) -> Result<u64, String> {
+        // The profile itself is kept only when asked for (to read with
+        // callgrind_annotate); the count is in the log either way.
+        let out_file = match std::env::var("SLUICE_BENCH_CALLGRIND_DIR") {
+            Ok(dir) => format!("{dir}/callgrind.{}.%p.out", self.next_id + 1),
+            Err(_) => "/dev/null".into(),
+        };
+        let wrapper = vec![
+            "valgrind".to_string(),
+            "--tool=callgrind".into(),
+            format!("--callgrind-out-file={out_file}"),
+        ];
+        let worker = SluiceProcess::start_wrapped(
+            Some(&self.bootstrap),
+            &self.wasm_cache,
+            self.worker_keys(serde_json::json!({})),
+            &wrapper,
+        )
+        .await;
+        let name = self.unique("counted");
+        worker
+            .create_connector(&serde_json::json!({"name": name, "config": config}))
+            .await;
+        let deadline = Instant::now() + Duration::from_secs(3600);
+        while worker.records_ok(to.stage()).await < n as u64 || self.arrived(&to).await < n as u64 {
+            assert!(
+                Instant::now() < deadline,
+                "{name} under callgrind: {n} records not delivered within an hour"
+            );
+            worker.assert_running(&name).await;
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        let log = worker.terminate();
+        // "==PID== Collected : 123456"
+        let collected = log
+            .lines()
+            .find_map(|l| l.split_once("Collected :").map(|(_, n)| n.trim()))
+            .ok_or_else(|| {
+                format!("no `Collected` line in the worker's log under callgrind:\n{log}")
+            })?;
+        collected
+            .parse()
+            .map_err(|e| format!("callgrind's count {collected:?}: {e}"))
+    }
+
+    /// Instructions per record of a pipeline: the difference between a
+    /// worker's whole-run counts over `small` and `large` records, divided
+    /// by the difference in records, so starting, loading the transform
+    /// and shutting down cancel out. `make` builds the connector config
+    /// from an input topic and an empty output topic (for a stream), and
+    /// says where its records land.
+    async fn instructions_per_record(
+        &mut self,
+        small: usize,
+        large: usize,
+        make: &mut dyn FnMut(&mut Bench, &Topic, Topic) -> (serde_json::Value, Destination),
+    ) -> Result<Counted, String> {
+        let partitions = partitions_for(large);
+        let mut counts = Vec::new();
+        for n in [small, large] {
+            let input = self.orders(n, partitions).await;
+            let output = self.create_topic("counted-out", partitions).await;
+            let (config, destination) = make(self, &input, output);
+            let destination = match &destination {
+                Destination::Table { url, table } => {
+                    // Offsets an earlier run stored would point past this
+                    // run's input (topic names repeat between bench runs).
+                    pg_exec(url, "DELETE FROM sluice_offsets").await;
+                    Delivered::Table { url, table }
+                }
+                Destination::Topic(t) => Delivered::Topics(std::slice::from_ref(t)),
+            };
+            eprintln!("under callgrind: {n} records...");
+            counts.push(self.worker_instructions(config, n, destination).await?);
+        }
+        Ok(Counted {
+            per_record: (counts[1] as f64 - counts[0] as f64) / (large - small) as f64,
+            whole_runs: [counts[0], counts[1]],
+        })
+    }
+}
+
+/// A pipeline's instructions per record, and the two whole-run counts it
+/// is the difference of.
+struct Counted {
+    per_record: f64,
+    whole_runs: [u64; 2],
+}
+
+/// Where a counted run's records land (owned, for [`Delivered`]).
+enum Destination {
+    Table { url: String, table: String },
+    Topic(Topic),
+}
+
+/// Part `instructions`: instructions per record of the stream and the sink,
+/// counted by callgrind over the whole worker process (the broker and the
+/// database are other processes, not counted).
+async fn instructions(bench: &mut Bench, small: usize, large: usize) {
+    println!("\n### Instructions per record\n");
+    println!(
+        "`valgrind --tool=callgrind` over the whole `sluice standalone` process, embedded broker (in the bench's process, not counted); per record = (count over {large} records - count over {small}) / {}, so start-up and shutdown cancel out. Stable on a busy machine where seconds are not; batches may close at other sizes under callgrind's slowdown than at full speed.\n",
+        large - small
+    );
+    // The first worker to load the transform compiles it; the counted
+    // workers should all load it from the cache, or the first run's count
+    // would hold a compilation the second's does not.
+    let stream_batch = bench.stream_batch;
+    let warm_input = bench.orders(1000, 1).await;
+    let warm_output = bench.create_topic("warm-out", 1).await;
+    let warm = bench.stream_config(&warm_input, &warm_output, 1, true, Some(stream_batch));
+    bench
+        .run_sluice(vec![warm], 1000, Delivered::Topics(&[warm_output]))
+        .await;
+    println!(
+        "| pipeline | instructions per record | whole run, {small} records | whole run, {large} records |"
+    );
+    println!("|---|---:|---:|---:|");
+    let mut rows: Vec<(String, Result<Counted, String>)> = Vec::new();
+    for transform in [true, false] {
+        let label = format!(
+            "stream, exactly-once, {}, `batch.max.records` {stream_batch}",
+            if transform {
+                "WASM reference transform"
+            } else {
+                "no transform"
+            }
+        );
+        let result = bench
+            .instructions_per_record(small, large, &mut |bench, input, output| {
+                let config = bench.stream_config(input, &output, 1, transform, Some(stream_batch));
+                (config, Destination::Topic(output))
+            })
+            .await;
+        rows.push((label, result));
+    }
+    match bench.postgres.clone() {
+        Some(url) => {
+            pg_exec(
+                &url,
+                &sluice_connector_jdbc::Dialect::Postgres.create_offsets_table("sluice_offsets"),
+            )
+            .await;
+            for guarantee in ["at-least-once", "exactly-once"] {
+                let result = bench
+                    .instructions_per_record(small, large, &mut |bench, input, _| {
+                        let table = bench.unique("counted").replace('-', "_");
+                        let config = bench.sink_config(&url, input, &table, guarantee, Some(5000));
+                        (
+                            config,
+                            Destination::Table {
+                                url: url.clone(),
+                                table,
+                            },
+                        )
+                    })
+                    .await;
+                rows.push((
+                    format!("jdbc-sink upsert, {guarantee}, WASM reference transform, `batch.max.records` 5000"),
+                    result,
+                ));
+            }
+        }
+        None => rows.push((
+            "jdbc-sink".into(),
+            Err("NOT RUN: set SLUICE_BENCH_POSTGRES_URL".into()),
+        )),
+    }
+    for (label, result) in rows {
+        match result {
+            Ok(Counted {
+                per_record,
+                whole_runs: [at_small, at_large],
+            }) => println!("| {label} | {per_record:.0} | {at_small} | {at_large} |"),
+            Err(e) => println!(
+                "| {label} | NOT COUNTED: {} | | |",
+                e.lines().next().unwrap_or("")
+            ),
+        }
     }
 }
 
@@ -1754,7 +1959,7 @@ fn main() {
     if std::env::args().any(|a| a == "--list") {
         return; // `cargo test --benches` asks for a listing
     }
-    const PARTS: [&str; 8] = [
+    const PARTS: [&str; 9] = [
         "pipeline1",
         "pipeline2",
         "latency",
@@ -1763,6 +1968,7 @@ fn main() {
         "scaling",
         "authflood",
         "typed",
+        "instructions",
     ];
     let parts = env_list("SLUICE_BENCH_PIPELINES", &PARTS.join(","));
     if let Some(unknown) = parts.iter().find(|p| !PARTS.contains(&p.as_str())) {
@@ -1830,6 +2036,14 @@ fn main() {
                 &mut bench,
                 &pace,
                 env_usize("SLUICE_BENCH_FLOOD_CLIENTS", 500),
+            )
+            .await;
+        }
+        if wants("instructions") {
+            instructions(
+                &mut bench,
+                env_usize("SLUICE_BENCH_COUNTED_SMALL", 10_000),
+                env_usize("SLUICE_BENCH_COUNTED_LARGE", 40_000),
             )
             .await;
         }

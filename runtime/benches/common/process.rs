@@ -80,6 +80,8 @@ pub struct SluiceProcess {
     dir: Option<tempfile::TempDir>,
     /// Basic-auth credentials for a worker with `rest.auth.users.file`.
     credentials: Option<(String, String)>,
+    /// How long starting may take before the bench gives up.
+    startup_timeout: Duration,
 }
 
 impl SluiceProcess {
@@ -91,6 +93,17 @@ impl SluiceProcess {
         bootstrap: Option<&str>,
         wasm_cache: &Path,
         extra: serde_json::Value,
+    ) -> Self {
+        Self::start_wrapped(bootstrap, wasm_cache, extra, &[]).await
+    }
+
+    /// [`Self::start`] with the binary run by `wrapper` (a command and its
+    /// arguments, such as valgrind's), which may make starting slow.
+    pub async fn start_wrapped(
+        bootstrap: Option<&str>,
+        wasm_cache: &Path,
+        extra: serde_json::Value,
+        wrapper: &[String],
     ) -> Self {
         let dir = tempfile::tempdir().expect("a temp dir for the worker");
         let mut config = serde_json::json!({
@@ -109,7 +122,15 @@ impl SluiceProcess {
         std::fs::write(&worker_file, config.to_string()).expect("writing worker.json");
         let log = dir.path().join("worker.log");
         let log_file = std::fs::File::create(&log).expect("creating the worker log");
-        let child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        let mut command = match wrapper.split_first() {
+            Some((program, args)) => {
+                let mut c = Command::new(program);
+                c.args(args).arg(env!("CARGO_BIN_EXE_sluice"));
+                c
+            }
+            None => Command::new(env!("CARGO_BIN_EXE_sluice")),
+        };
+        let child = command
             .arg("standalone")
             .arg(&worker_file)
             .current_dir(dir.path())
@@ -125,6 +146,11 @@ impl SluiceProcess {
             http: reqwest::Client::new(),
             dir: Some(dir),
             credentials: None,
+            startup_timeout: if wrapper.is_empty() {
+                Duration::from_secs(60)
+            } else {
+                Duration::from_secs(900)
+            },
         };
         worker.rest = worker.wait_for_rest_address().await;
         worker.wait_healthy().await;
@@ -187,8 +213,11 @@ impl SluiceProcess {
             if let Ok(Some(status)) = self.child.try_wait() {
                 self.fail(&format!("exited while starting ({status})"));
             }
-            if started.elapsed() > Duration::from_secs(60) {
-                self.fail("did not log `worker started` within 60 s");
+            if started.elapsed() > self.startup_timeout {
+                self.fail(&format!(
+                    "did not log `worker started` within {:?}",
+                    self.startup_timeout
+                ));
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
@@ -206,8 +235,11 @@ impl SluiceProcess {
             if ok {
                 return;
             }
-            if started.elapsed() > Duration::from_secs(60) {
-                self.fail("/health did not answer 200 within 60 s");
+            if started.elapsed() > self.startup_timeout {
+                self.fail(&format!(
+                    "/health did not answer 200 within {:?}",
+                    self.startup_timeout
+                ));
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
@@ -273,6 +305,36 @@ impl SluiceProcess {
             .filter(|l| l.contains("outcome=\"ok\"") && l.contains(&stage))
             .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
             .sum::<f64>() as u64
+    }
+}
+
+impl SluiceProcess {
+    /// Stops the worker as an operator would (SIGTERM, a clean shutdown),
+    /// waits for it to exit, and returns its log: a wrapper such as
+    /// valgrind writes its totals there only at a clean exit.
+    pub fn terminate(mut self) -> String {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("running kill");
+        assert!(status.success(), "kill -TERM the worker: {status}");
+        let started = Instant::now();
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => {
+                    if !status.success() {
+                        self.fail(&format!("exited with {status} after SIGTERM"));
+                    }
+                    break;
+                }
+                Ok(None) if started.elapsed() < Duration::from_secs(300) => {
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                Ok(None) => self.fail("still running 300 s after SIGTERM"),
+                Err(e) => self.fail(&format!("waiting for it to exit: {e}")),
+            }
+        }
+        std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 }
 

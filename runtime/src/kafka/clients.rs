@@ -147,7 +147,11 @@ impl KafkaClients {
             // producers would put it (and compacted topics keep one
             // partition per key).
             .set("partitioner", "murmur2_random")
-            .set("compression.type", "zstd");
+            // lz4, not zstd: librdkafka sets up a fresh zstd context for
+            // every message set it compresses, and clearing its tables cost
+            // a stream ~16,000 instructions a record against lz4's ~2,300
+            // (BENCHMARKS.md, "Instructions per record").
+            .set("compression.type", "lz4");
         for (k, v) in self
             .producer_overrides
             .iter()

@@ -21,6 +21,15 @@ async fn drop_slot_if_any(base: &str, slot: &str) {
     .await;
 }
 
+/// The slot's row, if it exists: the PostgreSQL process holding it, if any.
+async fn slot_holders(base: &str, slot: &str) -> Vec<Vec<String>> {
+    fixtures::db_rows(
+        base,
+        &format!("SELECT active_pid::text FROM pg_replication_slots WHERE slot_name = '{slot}'"),
+    )
+    .await
+}
+
 /// Drops a slot a stopped task used. The server releases the slot when it
 /// notices the replication connection closed, a moment after the task has
 /// stopped; dropping only an inactive slot, once, could drop nothing.
@@ -30,12 +39,7 @@ async fn drop_slot_once_released(base: &str, slot: &str) {
         "the stopped task's replication slot to be released and dropped",
         || async move {
             drop_slot_if_any(base, slot).await;
-            let left = fixtures::db_rows(
-                base,
-                &format!("SELECT slot_name FROM pg_replication_slots WHERE slot_name = '{slot}'"),
-            )
-            .await;
-            left.is_empty().then_some(())
+            slot_holders(base, slot).await.is_empty().then_some(())
         },
     )
     .await;
@@ -356,11 +360,7 @@ async fn postgres_cdc_drops_its_slot_on_stop_when_asked() {
     fixtures::pg_script(&url, "INSERT INTO customers VALUES (2, 'bob')").await;
     events(&env, "shop.public.customers", 2).await;
     env.worker.stop("dropper").await.unwrap();
-    let left = fixtures::db_rows(
-        &base,
-        &format!("SELECT active_pid::text FROM pg_replication_slots WHERE slot_name = '{slot}'"),
-    )
-    .await;
+    let left = slot_holders(&base, slot).await;
     assert!(left.is_empty(), "the slot outlived the stop: {left:?}");
     env.worker.delete_connector("dropper").await;
 }

@@ -77,8 +77,8 @@ mod guest_build;
 mod common;
 use common::process::{ProcStats, SluiceProcess, mib, run_python_baseline};
 use common::{
-    BenchBroker, await_delivery, order_json, order_producer, pg_exec, produce_orders, send_order,
-    table_rows,
+    BenchBroker, await_delivery, callgrind_collected, order_json, order_producer, pg_exec,
+    produce_orders, send_order, table_rows,
 };
 
 fn env_usize(name: &str, default: usize) -> usize {
@@ -612,17 +612,7 @@ impl Bench {
             worker.assert_running(&name).await;
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
-        let log = worker.terminate();
-        // "==PID== Collected : 123456"
-        let collected = log
-            .lines()
-            .find_map(|l| l.split_once("Collected :").map(|(_, n)| n.trim()))
-            .ok_or_else(|| {
-                format!("no `Collected` line in the worker's log under callgrind:\n{log}")
-            })?;
-        collected
-            .parse()
-            .map_err(|e| format!("callgrind's count {collected:?}: {e}"))
+        callgrind_collected(&worker.terminate())
     }
 
     /// Instructions per record of a pipeline: the difference between a
@@ -678,7 +668,7 @@ enum Destination {
 /// Part `instructions`: instructions per record of the stream and the sink,
 /// counted by callgrind over the whole worker process (the broker and the
 /// database are other processes, not counted).
-async fn instructions(bench: &mut Bench, small: usize, large: usize) {
+async fn instructions(bench: &mut Bench, small: usize, large: usize, sink_batch: usize) {
     println!("\n### Instructions per record\n");
     println!(
         "`valgrind --tool=callgrind` over the whole `sluice standalone` process, embedded broker (in the bench's process, not counted); per record = (count over {large} records - count over {small}) / {}, so start-up and shutdown cancel out. Stable on a busy machine where seconds are not; batches may close at other sizes under callgrind's slowdown than at full speed.\n",
@@ -727,7 +717,8 @@ async fn instructions(bench: &mut Bench, small: usize, large: usize) {
                 let result = bench
                     .instructions_per_record(small, large, &mut |bench, input, _| {
                         let table = bench.unique("counted").replace('-', "_");
-                        let config = bench.sink_config(&url, input, &table, guarantee, Some(5000));
+                        let config =
+                            bench.sink_config(&url, input, &table, guarantee, Some(sink_batch));
                         (
                             config,
                             Destination::Table {
@@ -738,7 +729,7 @@ async fn instructions(bench: &mut Bench, small: usize, large: usize) {
                     })
                     .await;
                 rows.push((
-                    format!("jdbc-sink upsert, {guarantee}, WASM reference transform, `batch.max.records` 5000"),
+                    format!("jdbc-sink upsert, {guarantee}, WASM reference transform, `batch.max.records` {sink_batch}"),
                     result,
                 ));
             }
@@ -2044,6 +2035,7 @@ fn main() {
                 &mut bench,
                 env_usize("SLUICE_BENCH_COUNTED_SMALL", 10_000),
                 env_usize("SLUICE_BENCH_COUNTED_LARGE", 40_000),
+                sink_batch,
             )
             .await;
         }

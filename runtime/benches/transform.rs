@@ -25,7 +25,7 @@ use sluice_sdk::Record;
 mod guest_build;
 
 mod common;
-use common::{median, order};
+use common::{callgrind_collected, median, order};
 
 const ROUNDS: usize = 7;
 const RECORDS_PER_ROUND: usize = 20_000;
@@ -204,18 +204,8 @@ fn instructions(guests: &Guests, workload: Workload, batch: usize) -> Result<f64
     if !out.status.success() {
         return Err(format!("valgrind failed ({}): {stderr}", out.status));
     }
-    // "==PID== Collected : 123456"
-    let collected = stderr
-        .lines()
-        .find_map(|l| {
-            l.split_once("Collected :")
-                .map(|(_, n)| n.trim().to_string())
-        })
-        .ok_or_else(|| format!("no `Collected` line in callgrind's output: {stderr}"))?;
-    let n: f64 = collected
-        .parse()
-        .map_err(|e| format!("callgrind's count {collected:?}: {e}"))?;
-    Ok(n / COUNTED_RECORDS as f64)
+    let n = callgrind_collected(&stderr)?;
+    Ok(n as f64 / COUNTED_RECORDS as f64)
 }
 
 struct Row {

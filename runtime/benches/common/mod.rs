@@ -45,6 +45,18 @@ pub fn order(i: usize) -> Record {
     }
 }
 
+/// The total callgrind prints at a clean exit ("==PID== Collected : N"),
+/// from its output; `Err` says what was there instead.
+pub fn callgrind_collected(output: &str) -> Result<u64, String> {
+    let collected = output
+        .lines()
+        .find_map(|l| l.split_once("Collected :").map(|(_, n)| n.trim()))
+        .ok_or_else(|| format!("no `Collected` line in callgrind's output:\n{output}"))?;
+    collected
+        .parse()
+        .map_err(|e| format!("callgrind's count {collected:?}: {e}"))
+}
+
 pub fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     v[v.len() / 2]

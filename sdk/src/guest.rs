@@ -41,6 +41,8 @@
 //! (stop the task). A panic traps the instance; the runtime treats it as a
 //! `data` error for the record and starts a fresh instance.
 
+pub mod alloc;
+
 use std::any::Any;
 use std::cell::RefCell;
 
@@ -115,10 +117,23 @@ pub fn transform_batch<T: Transform>(input: Vec<u8>) -> Vec<u8> {
 }
 
 /// Exports a [`Transform`] as the component's `bytes` world (`configure`
-/// and `transform-batch`).
+/// and `transform-batch`), and installs [`alloc::GuestAllocator`] as the
+/// component's global allocator: it serves the small blocks every record
+/// needs in a few instructions, where wasi-libc's allocator takes hundreds.
+///
+/// A component that sets its own `#[global_allocator]` says so, and keeps
+/// it: `export_transform!(MyTransform, own_allocator)`.
 #[macro_export]
 macro_rules! export_transform {
     ($t:ty) => {
+        $crate::export_transform!($t, own_allocator);
+
+        #[cfg(all(target_family = "wasm", not(target_feature = "atomics")))]
+        #[global_allocator]
+        static __SLUICE_GUEST_ALLOCATOR: $crate::guest::alloc::GuestAllocator =
+            $crate::guest::alloc::GuestAllocator::new();
+    };
+    ($t:ty, own_allocator) => {
         struct __SluiceTransformExport;
 
         impl $crate::guest::bindings::Guest for __SluiceTransformExport {

@@ -43,22 +43,28 @@ impl Writer {
         buf.push(VERSION);
         Writer(buf)
     }
+    #[inline]
     pub fn u8(&mut self, v: u8) {
         self.0.push(v);
     }
+    #[inline]
     pub fn u32(&mut self, v: u32) {
         self.0.extend_from_slice(&v.to_le_bytes());
     }
+    #[inline]
     pub fn i32(&mut self, v: i32) {
         self.0.extend_from_slice(&v.to_le_bytes());
     }
+    #[inline]
     pub fn i64(&mut self, v: i64) {
         self.0.extend_from_slice(&v.to_le_bytes());
     }
+    #[inline]
     pub fn bytes(&mut self, v: &[u8]) {
         self.u32(u32::try_from(v.len()).expect("a field under 4 GiB"));
         self.0.extend_from_slice(v);
     }
+    #[inline]
     pub fn opt_bytes(&mut self, v: Option<&[u8]>) {
         match v {
             None => self.u8(0),
@@ -135,59 +141,77 @@ impl<'a> Reader<'a> {
         }
         Ok(r)
     }
+    #[inline(always)]
     fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
-        let end = self
-            .at
-            .checked_add(n)
-            .filter(|e| *e <= self.buf.len())
-            .ok_or_else(|| DecodeError {
-                at: self.at,
-                what: format!("needs {n} more bytes, {} left", self.buf.len() - self.at),
-            })?;
-        let s = &self.buf[self.at..end];
-        self.at = end;
-        Ok(s)
+        match self.buf[self.at..].get(..n) {
+            Some(taken) => {
+                self.at += n;
+                Ok(taken)
+            }
+            None => Err(self.too_short(n)),
+        }
     }
+
+    #[cold]
+    #[inline(never)]
+    fn too_short(&self, n: usize) -> DecodeError {
+        DecodeError {
+            at: self.at,
+            what: format!("needs {n} more bytes, {} left", self.buf.len() - self.at),
+        }
+    }
+
+    #[inline(always)]
     pub fn u8(&mut self) -> Result<u8, DecodeError> {
         Ok(self.take(1)?[0])
     }
+    #[inline(always)]
     pub fn u32(&mut self) -> Result<u32, DecodeError> {
         Ok(u32::from_le_bytes(
             self.take(4)?.try_into().expect("4 bytes"),
         ))
     }
+    #[inline(always)]
     pub fn i32(&mut self) -> Result<i32, DecodeError> {
         Ok(i32::from_le_bytes(
             self.take(4)?.try_into().expect("4 bytes"),
         ))
     }
+    #[inline(always)]
     pub fn i64(&mut self) -> Result<i64, DecodeError> {
         Ok(i64::from_le_bytes(
             self.take(8)?.try_into().expect("8 bytes"),
         ))
     }
+    #[inline(always)]
     pub fn bytes(&mut self) -> Result<&'a [u8], DecodeError> {
         let n = self.u32()? as usize;
         self.take(n)
     }
+    #[inline]
     pub fn string(&mut self) -> Result<String, DecodeError> {
         let at = self.at;
         let b = self.bytes()?;
-        String::from_utf8(b.to_vec()).map_err(|_| DecodeError {
-            at,
-            what: "a string is not UTF-8".into(),
-        })
+        Ok(utf8(b, at)?.to_owned())
     }
+    #[cold]
+    #[inline(never)]
+    fn bad_flag(&self, tag: u8) -> DecodeError {
+        DecodeError {
+            at: self.at - 1,
+            what: format!("option tag {tag}, expected 0 or 1"),
+        }
+    }
+
+    #[inline(always)]
     fn flag(&mut self) -> Result<bool, DecodeError> {
         match self.u8()? {
             0 => Ok(false),
             1 => Ok(true),
-            other => Err(DecodeError {
-                at: self.at - 1,
-                what: format!("option tag {other}, expected 0 or 1"),
-            }),
+            other => Err(self.bad_flag(other)),
         }
     }
+    #[inline]
     pub fn opt_bytes(&mut self) -> Result<Option<Vec<u8>>, DecodeError> {
         Ok(if self.flag()? {
             Some(self.bytes()?.to_vec())
@@ -196,7 +220,19 @@ impl<'a> Reader<'a> {
         })
     }
     pub fn record(&mut self) -> Result<Record, DecodeError> {
-        let topic = self.string()?;
+        self.record_reusing(None)
+    }
+
+    /// A record, taking from `old` each field (topic, key, value) whose
+    /// bytes are the same instead of allocating a copy: a transform returns
+    /// most of its input unchanged.
+    pub fn record_reusing(&mut self, mut old: Option<&mut Record>) -> Result<Record, DecodeError> {
+        let at = self.at;
+        let raw = self.bytes()?;
+        let topic = match old.as_deref_mut() {
+            Some(old) if old.topic.as_bytes() == raw => std::mem::take(&mut old.topic),
+            _ => utf8(raw, at)?.to_owned(),
+        };
         let partition = self.i32()?;
         let offset = self.i64()?;
         let timestamp = if self.flag()? {
@@ -204,8 +240,8 @@ impl<'a> Reader<'a> {
         } else {
             None
         };
-        let key = self.opt_bytes()?;
-        let value = self.opt_bytes()?;
+        let key = self.opt_bytes_reusing(old.as_deref_mut().map(|r| &mut r.key))?;
+        let value = self.opt_bytes_reusing(old.map(|r| &mut r.value))?;
         let n = self.u32()? as usize;
         let mut headers = Vec::with_capacity(n.min(1024));
         for _ in 0..n {
@@ -226,23 +262,82 @@ impl<'a> Reader<'a> {
             value_schema: None,
         })
     }
-    fn error(&mut self) -> Result<ConnectError, DecodeError> {
+
+    #[inline]
+    fn opt_bytes_reusing(
+        &mut self,
+        old: Option<&mut Option<Vec<u8>>>,
+    ) -> Result<Option<Vec<u8>>, DecodeError> {
+        if !self.flag()? {
+            return Ok(None);
+        }
+        let raw = self.bytes()?;
+        Ok(match old {
+            Some(old) if old.as_deref() == Some(raw) => old.take(),
+            _ => Some(raw.to_vec()),
+        })
+    }
+
+    /// Steps over a string, checking it is UTF-8.
+    fn skip_string(&mut self) -> Result<(), DecodeError> {
         let at = self.at;
-        let kind = match self.u8()? {
-            0 => ErrorKind::Data,
-            1 => ErrorKind::Retriable,
-            2 => ErrorKind::Fatal,
-            other => {
-                return Err(DecodeError {
-                    at,
-                    what: format!(
-                        "error class {other}, expected 0 (data), 1 (retriable) or 2 (fatal)"
-                    ),
-                });
-            }
-        };
+        utf8(self.bytes()?, at).map(|_| ())
+    }
+
+    fn skip_opt_bytes(&mut self) -> Result<(), DecodeError> {
+        if self.flag()? {
+            self.bytes()?;
+        }
+        Ok(())
+    }
+
+    /// Steps over a record, checking everything [`Reader::record`] checks.
+    fn skip_record(&mut self) -> Result<(), DecodeError> {
+        self.skip_string()?;
+        self.take(4 + 8)?;
+        if self.flag()? {
+            self.take(8)?;
+        }
+        self.skip_opt_bytes()?;
+        self.skip_opt_bytes()?;
+        for _ in 0..self.u32()? {
+            self.skip_string()?;
+            self.skip_opt_bytes()?;
+        }
+        Ok(())
+    }
+
+    fn error(&mut self) -> Result<ConnectError, DecodeError> {
+        let kind = self.error_class()?;
         Ok(ConnectError::new(kind, self.string()?))
     }
+
+    fn error_class(&mut self) -> Result<ErrorKind, DecodeError> {
+        let at = self.at;
+        match self.u8()? {
+            0 => Ok(ErrorKind::Data),
+            1 => Ok(ErrorKind::Retriable),
+            2 => Ok(ErrorKind::Fatal),
+            other => Err(DecodeError {
+                at,
+                what: format!("error class {other}, expected 0 (data), 1 (retriable) or 2 (fatal)"),
+            }),
+        }
+    }
+
+    /// One result's tag: `true` for records, `false` for an error.
+    fn result_tag(&mut self) -> Result<bool, DecodeError> {
+        let at = self.at;
+        match self.u8()? {
+            0 => Ok(true),
+            1 => Ok(false),
+            other => Err(DecodeError {
+                at,
+                what: format!("result tag {other}, expected 0 (ok) or 1 (error)"),
+            }),
+        }
+    }
+
     pub fn end(&self) -> Result<(), DecodeError> {
         if self.at == self.buf.len() {
             Ok(())
@@ -253,6 +348,13 @@ impl<'a> Reader<'a> {
             })
         }
     }
+}
+
+fn utf8(raw: &[u8], at: usize) -> Result<&str, DecodeError> {
+    std::str::from_utf8(raw).map_err(|_| DecodeError {
+        at,
+        what: "a string is not UTF-8".into(),
+    })
 }
 
 fn class_code(kind: ErrorKind) -> u8 {
@@ -311,27 +413,52 @@ pub fn encode_results(results: &[TransformResult]) -> Vec<u8> {
 }
 
 pub fn decode_results(buf: &[u8]) -> Result<Vec<TransformResult>, DecodeError> {
+    decode_results_for(buf, &mut [])
+}
+
+/// Checks a results buffer whole without decoding it: every length in
+/// bounds, every tag known, every string UTF-8. Returns how many results
+/// it holds.
+pub fn check_results(buf: &[u8]) -> Result<usize, DecodeError> {
     let mut r = Reader::new(buf)?;
     let n = r.u32()? as usize;
-    let mut out = Vec::with_capacity(n.min(65_536));
     for _ in 0..n {
-        let at = r.at;
-        match r.u8()? {
-            0 => {
-                let m = r.u32()? as usize;
-                let mut records = Vec::with_capacity(m.min(65_536));
-                for _ in 0..m {
-                    records.push(r.record()?);
-                }
-                out.push(Ok(records));
+        if r.result_tag()? {
+            for _ in 0..r.u32()? {
+                r.skip_record()?;
             }
-            1 => out.push(Err(r.error()?)),
-            other => {
-                return Err(DecodeError {
-                    at,
-                    what: format!("result tag {other}, expected 0 (ok) or 1 (error)"),
-                });
+        } else {
+            r.error_class()?;
+            r.skip_string()?;
+        }
+    }
+    r.end()?;
+    Ok(n)
+}
+
+/// The results of a batch of `inputs`. The first record of result `i`
+/// takes input `i`'s topic, key and value where they are unchanged, rather
+/// than copying them. The buffer is checked whole first, so when it is
+/// malformed the inputs are left as they were (to be replayed).
+pub fn decode_results_for(
+    buf: &[u8],
+    inputs: &mut [Record],
+) -> Result<Vec<TransformResult>, DecodeError> {
+    let n = check_results(buf)?;
+    let mut r = Reader::new(buf)?;
+    r.u32()?;
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        if r.result_tag()? {
+            let m = r.u32()? as usize;
+            let mut records = Vec::with_capacity(m);
+            let mut reuse = inputs.get_mut(i);
+            for _ in 0..m {
+                records.push(r.record_reusing(reuse.take())?);
             }
+            out.push(Ok(records));
+        } else {
+            out.push(Err(r.error()?));
         }
     }
     r.end()?;
@@ -467,6 +594,51 @@ mod tests {
         ]
         .concat();
         assert_eq!(bytes, expected);
+    }
+
+    #[test]
+    fn results_take_the_unchanged_fields_of_their_input() {
+        let mut changed = sample();
+        changed.value = Some(b"new".to_vec());
+        let results = vec![
+            Ok(vec![changed.clone(), changed.clone()]),
+            Ok(vec![sample()]),
+        ];
+        let buf = encode_results(&results);
+        let mut inputs = vec![sample(), sample()];
+        let key_buffer = inputs[0].key.as_ref().unwrap().as_ptr();
+        let topic_buffer = inputs[1].topic.as_ptr();
+        let back = decode_results_for(&buf, &mut inputs).unwrap();
+        let first = back[0].as_ref().unwrap();
+        assert_eq!(first, &vec![changed.clone(), changed]);
+        assert_eq!(
+            first[0].key.as_ref().unwrap().as_ptr(),
+            key_buffer,
+            "the key moved"
+        );
+        assert!(inputs[0].key.is_none(), "taken from the input");
+        assert_eq!(back[1].as_ref().unwrap()[0].topic.as_ptr(), topic_buffer);
+        assert_eq!(back[1].as_ref().unwrap(), &vec![sample()]);
+    }
+
+    #[test]
+    fn a_malformed_results_buffer_leaves_the_inputs_whole() {
+        let good = encode_results(&[Ok(vec![sample()]), Ok(vec![sample()])]);
+        for cut in 0..good.len() {
+            let mut inputs = vec![sample(), sample()];
+            assert!(decode_results_for(&good[..cut], &mut inputs).is_err());
+            assert_eq!(inputs, vec![sample(), sample()], "cut at {cut}");
+        }
+        // A bad string in the second result, after a first one that reuses.
+        let mut bad_utf8 = sample();
+        bad_utf8.headers[0].key = "\u{e9}".into();
+        let mut buf = encode_results(&[Ok(vec![sample()]), Ok(vec![bad_utf8])]);
+        let e9 = buf.iter().rposition(|b| *b == 0xa9).unwrap();
+        buf[e9] = 0xff;
+        let mut inputs = vec![sample(), sample()];
+        let err = decode_results_for(&buf, &mut inputs).unwrap_err();
+        assert!(err.what.contains("UTF-8"), "{err}");
+        assert_eq!(inputs, vec![sample(), sample()]);
     }
 
     #[test]

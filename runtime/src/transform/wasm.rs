@@ -120,6 +120,12 @@ impl WasmHost {
     ) -> anyhow::Result<Self> {
         let mut config = Config::new();
         config.wasm_component_model(true).epoch_interruption(true);
+        // For profiling guests: names their compiled functions in
+        // /tmp/perf-PID.map, which perf reads (and BENCHMARKS.md maps
+        // callgrind's addresses with).
+        if std::env::var_os("SLUICE_WASM_PERF_MAP").is_some_and(|v| v == "1") {
+            config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+        }
         let engine = Engine::new(&config)?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
@@ -635,11 +641,13 @@ impl Instance {
         }
     }
 
-    /// `Err` is a trap; `Ok(Err)` a malformed answer (per-record replay).
+    /// `Err` is a trap; `Ok(Err)` a malformed answer (per-record replay,
+    /// with `records` as they were). Unchanged fields of `records` may be
+    /// moved into the outcomes.
     fn batch(
         &self,
         store: &mut Store<GuestState>,
-        records: &[Record],
+        records: &mut [Record],
     ) -> wasmtime::Result<Result<Vec<Outcome>, String>> {
         match self {
             Instance::Records(w) => {
@@ -651,7 +659,7 @@ impl Instance {
             }
             Instance::Bytes(w) => {
                 let out = w.call_transform_batch(store, &codec::encode_batch(records))?;
-                Ok(codec::decode_results(&out).map_err(|e| e.to_string()))
+                Ok(codec::decode_results_for(&out, records).map_err(|e| e.to_string()))
             }
         }
     }
@@ -662,7 +670,7 @@ impl Instance {
                 w.sluice_transform_transformer()
                     .call_transform(store, &to_wit(record))?,
             )),
-            Instance::Bytes(_) => Ok(match self.batch(store, std::slice::from_ref(record))? {
+            Instance::Bytes(_) => Ok(match self.batch(store, &mut [record.clone()])? {
                 Ok(mut results) if results.len() == 1 => results.pop().expect("one result"),
                 Ok(results) => Err(ConnectError::data(format!(
                     "returned {} results for 1 record",
@@ -748,7 +756,7 @@ impl WasmTransform {
     /// One result per input, in order. A trap (including a timeout or
     /// exhausted memory) is isolated to the record that caused it by
     /// replaying the batch one record at a time on fresh instances.
-    pub fn transform_batch(&mut self, input: Vec<Record>) -> Vec<Outcome> {
+    pub fn transform_batch(&mut self, mut input: Vec<Record>) -> Vec<Outcome> {
         let started = Instant::now();
         self.metrics.calls.inc();
         self.metrics.records_in.inc_by(input.len() as u64);
@@ -756,7 +764,7 @@ impl WasmTransform {
         let outcome = match self.instance() {
             Ok((store, instance)) => {
                 set_deadline(store, timeout_ms);
-                instance.batch(store, &input)
+                instance.batch(store, &mut input)
             }
             Err(e) => {
                 return self.finish(

@@ -29,6 +29,9 @@ use tokio_util::sync::CancellationToken;
 use crate::config::{DeadLetterQueue, ErrorPolicy, RetryBudget, backoff};
 use crate::metrics::Metrics;
 
+/// How long a dead letter waits for room in its producer's queue.
+const DEAD_LETTER_QUEUE_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// Where in the flow a failure happened (Kafka Connect's stage names).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Stage {
@@ -369,9 +372,9 @@ impl ErrorHandler {
             original.timestamp,
             dead_letter_headers(original, &context),
         );
-        match producer.send(record, Duration::from_secs(60)).await {
-            Ok(_) => Ok(()),
-            Err((e, _))
+        match crate::kafka::send_awaited(producer, record, DEAD_LETTER_QUEUE_TIMEOUT).await {
+            Ok(()) => Ok(()),
+            Err(e)
                 if e.rdkafka_error_code()
                     == Some(rdkafka::error::RDKafkaErrorCode::MessageSizeTooLarge)
                     && original.value.is_some() =>
@@ -388,11 +391,9 @@ impl ErrorHandler {
                 if let Some(k) = &original.key {
                     slim = slim.key(k.as_slice());
                 }
-                producer
-                    .send(slim, Duration::from_secs(60))
+                crate::kafka::send_awaited(producer, slim, DEAD_LETTER_QUEUE_TIMEOUT)
                     .await
-                    .map(|_| ())
-                    .map_err(|(e, _)| {
+                    .map_err(|e| {
                         ConnectError::retriable(format!(
                             "writing to the dead-letter queue `{}`",
                             dlq.topic
@@ -403,7 +404,7 @@ impl ErrorHandler {
             }
             // Not acknowledged: the batch must not be committed. Retriable as
             // infrastructure: the batch is redone after backoff.
-            Err((e, _)) => Err(ConnectError::retriable(format!(
+            Err(e) => Err(ConnectError::retriable(format!(
                 "writing to the dead-letter queue `{}`",
                 dlq.topic
             ))

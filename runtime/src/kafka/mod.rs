@@ -19,7 +19,9 @@ pub use clients::{HEARTBEAT_INTERVAL_MS, KafkaClients, SESSION_TIMEOUT_MS};
 pub use consumer_context::{ConsumerEvent, LogReaderContext, TaskConsumerContext};
 pub use embedded::{EMBEDDED_PARTITION_LIMIT_BYTES, EmbeddedBroker};
 pub use headers::{decode_header, read_headers};
-pub use produce::{await_delivery, enqueue, future_record, produce_each, produce_error};
+pub use produce::{
+    await_delivery, enqueue, future_record, produce_each, produce_error, send_awaited, send_now,
+};
 
 /// The consumer error that means the committed position no longer exists
 /// on the broker: records were lost (retention, or the embedded broker's

@@ -19,7 +19,7 @@ use super::stages::{schema_outputs, transform_all};
 use crate::config::{DeliveryGuarantee, TransactionBoundary};
 use crate::errors::{ErrorHandler, Failure, Retry, Stage, retry_infrastructure};
 use crate::kafka::transaction::{TransactionalProducer, TxnFailure};
-use crate::kafka::{KafkaClients, await_delivery, enqueue, produce_each};
+use crate::kafka::{KafkaClients, await_delivery, enqueue, produce_each, send_now};
 use crate::metrics::LATENCY_HEADER;
 use crate::offsets::{OffsetChange, OffsetStore};
 
@@ -464,6 +464,7 @@ async fn attempt_commit(
     for r in offset_records {
         offset_deliveries.push(enqueue(txn.producer(), r).await);
     }
+    send_now(txn.producer());
     let deliveries = std::mem::take(&mut open.deliveries);
     let mut cause = None;
     let mut refused = std::collections::BTreeSet::new();

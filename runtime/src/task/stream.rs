@@ -31,7 +31,7 @@ use super::stages::{Converted, check_converters, schema_outputs, transform_all};
 use crate::config::{DeliveryGuarantee, StreamConfig};
 use crate::errors::{ErrorHandler, Failure, Retry, Stage};
 use crate::kafka::transaction::{TransactionalProducer, TxnFailure};
-use crate::kafka::{await_delivery, enqueue};
+use crate::kafka::{await_delivery, enqueue, send_now};
 
 pub async fn run(
     mut env: TaskEnv,
@@ -354,6 +354,7 @@ async fn transact(
     for (_, r) in &outputs {
         deliveries.push(enqueue(txn.producer(), r).await);
     }
+    send_now(txn.producer());
     let mut cause = None;
     for ((origin, r), delivery) in outputs.iter().zip(deliveries) {
         match await_delivery(&r.topic, delivery).await {

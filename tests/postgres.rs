@@ -432,3 +432,150 @@ async fn records_the_database_refuses_are_dead_lettered() {
     env.worker.shutdown().await;
     fixtures::db_exec(&url, &format!(r#"DROP TABLE IF EXISTS "{table}""#)).await;
 }
+
+/// The sink reads and transforms its next batch while one is written.
+/// With the table locked by another transaction, the first batch's upsert
+/// waits for the lock, and meanwhile the records after it are consumed;
+/// once the lock goes, every record is written once, exactly once, with
+/// the offsets stored.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_sink_reads_its_next_batch_while_one_is_written() {
+    use sqlx::Connection;
+
+    let Some(url) = postgres_url() else { return };
+    let suffix = std::process::id();
+    let (table, offsets, name) = (
+        format!("ahead_{suffix}"),
+        format!("ahead_offsets_{suffix}"),
+        format!("pg-ahead-{suffix}"),
+    );
+    for t in [&table, &offsets] {
+        fixtures::db_exec(&url, &format!(r#"DROP TABLE IF EXISTS "{t}""#)).await;
+    }
+    fixtures::db_exec(
+        &url,
+        &format!(r#"CREATE TABLE "{table}" (n BIGINT PRIMARY KEY, tag TEXT)"#),
+    )
+    .await;
+    let env = InProcess::start();
+    env.broker.create_topic(&table, 1).await.unwrap();
+    let records: Vec<String> = (0..8)
+        .map(|n| format!(r#"{{"n": {n}, "tag": "t{n}"}}"#))
+        .collect();
+    let refs: Vec<(Option<&str>, &[u8])> = records.iter().map(|r| (None, r.as_bytes())).collect();
+    fixtures::produce(env.broker.bootstrap_servers(), &table, &refs).await;
+
+    let mut locker = sqlx::PgConnection::connect(&url).await.unwrap();
+    sqlx::query("BEGIN").execute(&mut locker).await.unwrap();
+    sqlx::query(&format!(
+        r#"LOCK TABLE "{table}" IN SHARE ROW EXCLUSIVE MODE"#
+    ))
+    .execute(&mut locker)
+    .await
+    .unwrap();
+    env.create(json!({"name": name, "config": {
+        "connector.class": "jdbc-sink", "topics": table,
+        "connection.url": url,
+        "insert.mode": "upsert", "pk.mode": "record_value", "pk.fields": "n",
+        "offsets.table.name": offsets,
+        "delivery.guarantee": "exactly-once",
+        // Batches of 5 then 3, however the records arrive: each is its own
+        // message set, one fetch each, and the embedded broker holds a
+        // fetch for the whole fetch.wait.max.ms.
+        "batch.max.records": "5",
+        "batch.linger.ms": "2000",
+        "consumer.override.fetch.wait.max.ms": "5",
+    }}))
+    .await;
+    fixtures::eventually(
+        Duration::from_secs(60),
+        "the first batch's upsert waiting for the lock",
+        || {
+            let url = url.clone();
+            let table = table.clone();
+            async move {
+                let waiting = fixtures::db_rows(
+                    &url,
+                    &format!(
+                        "SELECT CAST(count(*) AS TEXT) FROM pg_stat_activity \
+                         WHERE wait_event_type = 'Lock' AND query LIKE '%{table}%'"
+                    ),
+                )
+                .await;
+                (waiting[0][0] != "0").then_some(())
+            }
+        },
+    )
+    .await;
+    let consumed = || {
+        env.worker
+            .metrics()
+            .render()
+            .lines()
+            .filter(|l| l.starts_with("sluice_records_total{"))
+            .filter(|l| l.contains(&format!(r#"connector="{name}""#)))
+            .filter(|l| l.contains(r#"stage="consume""#))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+            .sum::<u64>()
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while consumed() != 8 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out after 30s waiting for all 8 records consumed while the first batch of 5 waits for the lock: {} consumed; metrics:\n{}",
+            consumed(),
+            env.worker
+                .metrics()
+                .render()
+                .lines()
+                .filter(|l| l.contains(&name) && !l.starts_with('#'))
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let written = fixtures::db_rows(
+        &url,
+        &format!(r#"SELECT CAST(count(*) AS TEXT) FROM "{table}""#),
+    )
+    .await;
+    assert_eq!(
+        written[0][0], "0",
+        "nothing is written while the lock is held"
+    );
+
+    sqlx::query("COMMIT").execute(&mut locker).await.unwrap();
+    fixtures::eventually(Duration::from_secs(60), "offset 8 stored", || {
+        let (url, offsets) = (url.clone(), offsets.clone());
+        async move {
+            if !fixtures::table_exists(&url, &offsets).await {
+                return None;
+            }
+            let rows = fixtures::db_rows(
+                &url,
+                &format!(r#"SELECT CAST("offset" AS TEXT) FROM "{offsets}""#),
+            )
+            .await;
+            (rows.first().map(|r| r[0].as_str()) == Some("8")).then_some(())
+        }
+    })
+    .await;
+    let rows = fixtures::db_rows(
+        &url,
+        &format!(r#"SELECT CAST(n AS TEXT), tag FROM "{table}" ORDER BY n"#),
+    )
+    .await;
+    let expected: Vec<Vec<String>> = (0..8)
+        .map(|n| vec![n.to_string(), format!("t{n}")])
+        .collect();
+    assert_eq!(rows, expected);
+    assert_eq!(consumed(), 8, "nothing was read twice");
+    let status = env.worker.status(&name).await.unwrap();
+    assert_eq!(
+        status.tasks[0].1.state,
+        sluice_runtime::task::State::Running,
+        "{:?}",
+        status.tasks[0].1.trace
+    );
+    env.worker.shutdown().await;
+}

@@ -263,29 +263,10 @@ pub(crate) async fn pause_consumer(env: &mut TaskEnv, consumer: &Arc<TaskConsume
 /// the batch closes then: under load the consumer's queue refills while a
 /// batch is written, so batches still fill, and at low rates a record does
 /// not wait for others that are not coming). Returns early (possibly
-/// empty) when the task is cancelled.
-pub(crate) async fn next_batch(
-    env: &TaskEnv,
-    consumer: &Arc<TaskConsumer>,
-    max_records: usize,
-    max_wait: Duration,
-    linger: Duration,
-) -> Result<Vec<Consumed>, ConnectError> {
-    next_batch_until(
-        env,
-        consumer,
-        max_records,
-        max_wait,
-        linger,
-        std::future::pending(),
-    )
-    .await
-}
-
-/// [`next_batch`], which also stops waiting for a first record (returning
-/// an empty batch) once `stop_waiting` completes: a batch read while the
-/// previous one commits must not keep that commit's follow-up waiting
-/// when no record comes.
+/// empty) when the task is cancelled, and stops waiting for a first record
+/// (returning an empty batch) once `stop_waiting` completes: a batch read
+/// while the previous one is written must not keep that write's follow-up
+/// waiting when no record comes.
 pub(crate) async fn next_batch_until(
     env: &TaskEnv,
     consumer: &Arc<TaskConsumer>,

@@ -1,5 +1,6 @@
 //! The sink loop: consume a batch, transform, `put`, `flush`, then commit the
-//! consumed offsets to Kafka, never before the sink has the records.
+//! consumed offsets to Kafka, never before the sink has the records. The
+//! next batch is read and transformed while one is written.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -60,11 +61,50 @@ pub async fn run(
 /// [`write_with_backpressure`]).
 const BACKPRESSURE_AFTER: Duration = Duration::from_secs(1);
 
-/// What became of a batch.
-enum BatchEnd {
-    Done,
+/// What became of a batch's write.
+enum WriteEnd {
+    /// Written (and, exactly once, committed): how many records.
+    Written(usize),
     /// The task is stopping; what was not committed is read again.
     Stop,
+    /// Exactly once, another task's commit fenced this one: the batch is
+    /// dropped and read again from the offsets stored in the sink.
+    Fenced {
+        offsets: Vec<CommitOffset>,
+        error: ConnectError,
+    },
+}
+
+/// A batch read, converted and transformed, ready to be written.
+struct Prepared {
+    converted: Converted,
+    outputs: Vec<(usize, Record)>,
+    /// Per partition: the batch's first offset and the next one to read.
+    range: BTreeMap<(String, i32), (i64, i64)>,
+    /// When each written record entered the pipeline, by its input topic.
+    stamps: Vec<(String, i64)>,
+    started: Instant,
+}
+
+impl Prepared {
+    fn next(&self) -> BTreeMap<(String, i32), i64> {
+        self.range
+            .iter()
+            .map(|(tp, &(_, next))| (tp.clone(), next))
+            .collect()
+    }
+
+    fn offsets(&self) -> Vec<CommitOffset> {
+        self.range
+            .iter()
+            .map(|((topic, partition), &(first, next))| CommitOffset {
+                topic: topic.clone(),
+                partition: *partition,
+                first,
+                next,
+            })
+            .collect()
+    }
 }
 
 async fn run_loop(
@@ -74,10 +114,15 @@ async fn run_loop(
     events: &mut tokio::sync::mpsc::UnboundedReceiver<ConsumerEvent>,
     errors: &ErrorHandler,
 ) -> Result<(), ConnectError> {
-    let max_records = env.common.batch_max_records;
-    let max_wait = Duration::from_millis(env.common.batch_max_ms);
-    let linger = Duration::from_millis(env.common.batch_linger_ms);
     let guarantee = env.common.delivery_guarantee;
+    let class = env.common.connector_class.clone();
+    let metrics = env.metrics.clone();
+    let labels = env.labels();
+    // The next batch is read, converted and transformed while the current
+    // one is written (the sink's statements and commit are the database's
+    // time, the chain is this task's): it is written next, or read again
+    // if the task stops or its write is fenced.
+    let mut prepared: Option<Prepared> = None;
     loop {
         let mut assigned = Vec::new();
         while let Ok(event) = events.try_recv() {
@@ -99,41 +144,136 @@ async fn run_loop(
                 }
             }
         }
-        if env.is_paused() && !pause_consumer(env, consumer).await {
-            return Ok(());
-        }
-        let batch = next_batch(env, consumer, max_records, max_wait, linger).await?;
-        if batch.is_empty() {
-            release_revocations(consumer).await;
-            if env.cancel.is_cancelled() {
+        if env.is_paused() {
+            // Nothing stays held while paused: a revocation would wait
+            // for the whole pause.
+            if let Some(held) = prepared.take() {
+                read_again(consumer, &held.range).await?;
+                release_revocations(consumer).await;
+            }
+            if !pause_consumer(env, consumer).await {
                 return Ok(());
             }
-            continue;
         }
-        env.swap_chain_if_updated().await;
-        let metrics = env.metrics.clone();
-        let labels = env.labels();
-        let (outcome, data_lost) = write_with_backpressure(
-            consumer,
-            &metrics,
-            &labels,
-            write_batch(env, task, consumer, errors, batch),
-        )
-        .await;
-        // The batch is committed (or failed, or will be read again): the
-        // partitions whose revocation waited for it are released.
-        release_revocations(consumer).await;
-        match outcome? {
-            BatchEnd::Done => {}
-            BatchEnd::Stop => return Ok(()),
+        let batch = match prepared.take() {
+            Some(batch) => batch,
+            None => match prepare(env, consumer, errors, std::future::pending()).await? {
+                Some(batch) => batch,
+                None => {
+                    release_revocations(consumer).await;
+                    if env.cancel.is_cancelled() {
+                        return Ok(());
+                    }
+                    continue;
+                }
+            },
+        };
+        if guarantee == DeliveryGuarantee::AtMostOnce {
+            // The offsets go first: a crash from here on loses the batch
+            // rather than repeating it.
+            commit_before_writing(env, consumer, errors, &batch.next()).await?;
         }
+        // A revocation waiting for the records held gets them after this
+        // batch: nothing more is read meanwhile.
+        let overlap = !consumer.context().revocation_waiting();
+        let written = tokio::sync::Notify::new();
+        let cancel = env.cancel.clone();
+        let ((outcome, data_lost), following) = tokio::join!(
+            async {
+                let outcome = write_with_backpressure(
+                    consumer,
+                    &metrics,
+                    &labels,
+                    write(task, errors, &class, guarantee, &cancel, &batch),
+                )
+                .await;
+                written.notify_one();
+                outcome
+            },
+            async {
+                if overlap {
+                    prepare(env, consumer, errors, written.notified()).await
+                } else {
+                    Ok(None)
+                }
+            },
+        );
+        let end = match outcome {
+            Ok(end) => end,
+            Err(e) => {
+                release_revocations(consumer).await;
+                return Err(e);
+            }
+        };
+        let held = match end {
+            WriteEnd::Written(n) => {
+                finish(env, consumer, guarantee, &batch, n).await;
+                // The partitions whose revocation waited for the batch are
+                // released, unless the next batch is held: it goes first.
+                match following {
+                    Ok(Some(held)) => Some(held),
+                    following => {
+                        release_revocations(consumer).await;
+                        following?;
+                        None
+                    }
+                }
+            }
+            WriteEnd::Stop => {
+                release_revocations(consumer).await;
+                return Ok(());
+            }
+            WriteEnd::Fenced { offsets, error } => {
+                tracing::warn!(connector = %env.connector, task = env.task_id, error = %error.full_message(), "exactly-once commit fenced; the batch is dropped and read again from the offsets stored in the sink");
+                // What was read meanwhile comes after the batch: read again.
+                if let Ok(Some(held)) = &following {
+                    read_again(consumer, &held.range).await?;
+                }
+                rewind(task, consumer, errors, &offsets).await?;
+                release_revocations(consumer).await;
+                None
+            }
+        };
         if data_lost {
             return Err(data_loss(env, consumer).await);
         }
         if env.cancel.is_cancelled() {
             return Ok(());
         }
+        prepared = held;
     }
+}
+
+/// Moves each partition back to where `range` starts, so the next poll
+/// reads it again (a partition revoked meanwhile is skipped: its new owner
+/// starts from the committed offset).
+async fn read_again(
+    consumer: &Arc<TaskConsumer>,
+    range: &BTreeMap<(String, i32), (i64, i64)>,
+) -> Result<(), ConnectError> {
+    let c = consumer.clone();
+    let first: Vec<(String, i32, i64)> = range
+        .iter()
+        .map(|((topic, partition), &(first, _))| (topic.clone(), *partition, first))
+        .collect();
+    tokio::task::spawn_blocking(move || {
+        let owned = c.assignment()?;
+        let mut seek = TopicPartitionList::new();
+        for (topic, partition, offset) in &first {
+            if owned.find_partition(topic, *partition).is_some() {
+                seek.add_partition_offset(topic, *partition, Offset::Offset(*offset))?;
+            }
+        }
+        if seek.count() > 0 {
+            c.seek_partitions(seek, Duration::from_secs(30))?;
+        }
+        Ok::<_, rdkafka::error::KafkaError>(())
+    })
+    .await
+    .map_err(|e| ConnectError::fatal(format!("seeking thread failed: {e}")))?
+    .map_err(|e| {
+        ConnectError::fatal("moving the consumer back to a batch read ahead").with_source(e)
+    })
 }
 
 /// Drives `work` (a batch being written); if it takes longer than
@@ -217,16 +357,24 @@ async fn write_with_backpressure<R>(
     (result, data_lost)
 }
 
-/// Converts, transforms, writes and commits one batch.
-async fn write_batch(
+/// Reads the next batch, converts and transforms it. `None`: no record
+/// came (the task is stopping, nothing arrived in time, or `stop_waiting`
+/// completed first).
+async fn prepare(
     env: &mut TaskEnv,
-    task: &mut dyn SinkTask,
     consumer: &Arc<TaskConsumer>,
     errors: &ErrorHandler,
-    batch: Vec<Consumed>,
-) -> Result<BatchEnd, ConnectError> {
-    let class = env.common.connector_class.clone();
-    let guarantee = env.common.delivery_guarantee;
+    stop_waiting: impl std::future::Future<Output = ()>,
+) -> Result<Option<Prepared>, ConnectError> {
+    let max_records = env.common.batch_max_records;
+    let max_wait = Duration::from_millis(env.common.batch_max_ms);
+    let linger = Duration::from_millis(env.common.batch_linger_ms);
+    let batch =
+        next_batch_until(env, consumer, max_records, max_wait, linger, stop_waiting).await?;
+    if batch.is_empty() {
+        return Ok(None);
+    }
+    env.swap_chain_if_updated().await;
     let started = Instant::now();
     env.count("consume", "ok", batch.len());
     env.observe_batch(batch.len());
@@ -247,11 +395,6 @@ async fn write_batch(
             .map(|((topic, partition), offsets)| ((topic.to_string(), partition), offsets))
             .collect()
     };
-    let next: BTreeMap<(String, i32), i64> = range
-        .iter()
-        .map(|(tp, &(_, next))| (tp.clone(), next))
-        .collect();
-
     let converted = check_converters(env, errors, batch).await?;
     let inputs = &converted.inputs;
     let outputs = transform_all(env, errors, inputs, converted.chain_inputs()).await?;
@@ -264,7 +407,6 @@ async fn write_batch(
         false,
     )
     .await?;
-    let written = outputs.len();
     // End-to-end latency of what is about to be written, observed once
     // it is.
     let stamps: Vec<(String, i64)> = outputs
@@ -275,43 +417,47 @@ async fn write_batch(
             Some((inputs[*origin].topic.clone(), ms))
         })
         .collect();
-    let written = match guarantee {
+    Ok(Some(Prepared {
+        converted,
+        outputs,
+        range,
+        stamps,
+        started,
+    }))
+}
+
+/// Writes a prepared batch: exactly once with its offsets in one sink
+/// transaction, otherwise `put` and `flush`.
+async fn write(
+    task: &mut dyn SinkTask,
+    errors: &ErrorHandler,
+    class: &str,
+    guarantee: DeliveryGuarantee,
+    cancel: &tokio_util::sync::CancellationToken,
+    batch: &Prepared,
+) -> Result<WriteEnd, ConnectError> {
+    let inputs = &batch.converted.inputs;
+    let outputs = &batch.outputs;
+    match guarantee {
         DeliveryGuarantee::ExactlyOnce => {
-            let offsets: Vec<CommitOffset> = range
-                .iter()
-                .map(|((topic, partition), &(first, next))| CommitOffset {
-                    topic: topic.clone(),
-                    partition: *partition,
-                    first,
-                    next,
-                })
-                .collect();
-            match put_exactly_once(task, errors, &class, inputs, &outputs, &offsets).await {
-                Ok(written) => written,
+            let offsets = batch.offsets();
+            match put_exactly_once(task, errors, class, inputs, outputs, &offsets).await {
+                Ok(written) => Ok(WriteEnd::Written(written)),
                 // Stopping: nothing of the batch is committed; it is read again.
-                Err(_) if env.cancel.is_cancelled() => return Ok(BatchEnd::Stop),
-                Err(e) if e.is_fenced() => {
-                    tracing::warn!(connector = %env.connector, task = env.task_id, error = %e.full_message(), "exactly-once commit fenced; the batch is dropped and read again from the offsets stored in the sink");
-                    rewind(task, consumer, errors, &offsets).await?;
-                    return Ok(BatchEnd::Done);
-                }
-                Err(e) => return Err(e),
+                Err(_) if cancel.is_cancelled() => Ok(WriteEnd::Stop),
+                Err(error) if error.is_fenced() => Ok(WriteEnd::Fenced { offsets, error }),
+                Err(e) => Err(e),
             }
         }
         DeliveryGuarantee::AtMostOnce | DeliveryGuarantee::AtLeastOnce => {
-            if guarantee == DeliveryGuarantee::AtMostOnce {
-                // The offsets go first: a crash from here on loses the
-                // batch rather than repeating it.
-                commit_before_writing(env, consumer, errors, &next).await?;
-            }
             let mut dead = BTreeSet::new();
             if !outputs.is_empty()
                 && let Err(e) =
-                    put_isolating(task, errors, &class, inputs, &outputs, &mut dead, false).await
+                    put_isolating(task, errors, class, inputs, outputs, &mut dead, false).await
             {
-                if env.cancel.is_cancelled() {
+                if cancel.is_cancelled() {
                     // Stopping: the batch is not committed and is read again.
-                    return Ok(BatchEnd::Stop);
+                    return Ok(WriteEnd::Stop);
                 }
                 return Err(e);
             }
@@ -322,26 +468,35 @@ async fn write_batch(
                 task.flush().await
             );
             if flushed?.is_none() {
-                return Ok(BatchEnd::Stop);
+                return Ok(WriteEnd::Stop);
             }
-            written - dead.len()
+            Ok(WriteEnd::Written(outputs.len() - dead.len()))
         }
-    };
+    }
+}
+
+/// After a batch is written: its metrics, and the group's offsets (at least
+/// once, the commit that makes it done; exactly once, for lag monitoring
+/// and tools, the sink having the offsets already).
+async fn finish(
+    env: &TaskEnv,
+    consumer: &Arc<TaskConsumer>,
+    guarantee: DeliveryGuarantee,
+    batch: &Prepared,
+    written: usize,
+) {
     env.count("put", "ok", written);
     let now_ms = chrono::Utc::now().timestamp_millis();
-    for (topic, ms) in stamps {
+    for (topic, ms) in &batch.stamps {
         env.metrics
             .e2e_latency
             .with_label_values(&[topic.as_str(), env.connector.as_ref()])
             .observe((now_ms - ms).max(0) as f64 / 1000.0);
     }
     if guarantee != DeliveryGuarantee::AtMostOnce {
-        // Exactly-once: the sink has the offsets already; the group's are
-        // for lag monitoring and tools.
-        commit(env, consumer, &next).await;
+        commit(env, consumer, &batch.next()).await;
     }
-    env.observe_batch_time(started);
-    Ok(BatchEnd::Done)
+    env.observe_batch_time(batch.started);
 }
 
 /// Writes the outputs but those in `dead`. Infrastructure failures are

@@ -117,7 +117,7 @@ pub fn transform_batch<T: Transform>(input: Vec<u8>) -> Vec<u8> {
 }
 
 /// Exports a [`Transform`] as the component's `bytes` world (`configure`
-/// and `transform-batch`), and installs [`alloc::GuestAllocator`] as the
+/// and `transform-batch`), and installs the [`alloc`] module's allocator as the
 /// component's global allocator: it serves the small blocks every record
 /// needs in a few instructions, where wasi-libc's allocator takes hundreds.
 ///

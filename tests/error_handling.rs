@@ -756,13 +756,7 @@ async fn a_header_key_that_is_not_utf8_is_a_converter_error_not_a_panic() {
         header(letter, "\u{fffd}bad").is_some(),
         "the key is carried, made valid"
     );
-    let status = env.worker.status("hdr-sink").await.unwrap();
-    assert_eq!(
-        status.tasks[0].1.state,
-        sluice_runtime::task::State::Running,
-        "{:?}",
-        status.tasks[0].1.trace
-    );
+    env.assert_task_running("hdr-sink").await;
     // A dead letter written by another producer with such a key: inspect
     // reads it too.
     send_with_raw_header_key(&bootstrap, "hdr-dlq", b"\xfeforeign", b"{}");
@@ -864,12 +858,6 @@ async fn a_task_failed_by_an_outage_restarts_by_itself_when_the_database_is_back
         (count().await? == 20).then_some(())
     })
     .await;
-    let status = env.worker.status("comeback").await.unwrap();
-    assert_eq!(
-        status.tasks[0].1.state,
-        sluice_runtime::task::State::Running,
-        "{:?}",
-        status.tasks[0].1.trace
-    );
+    env.assert_task_running("comeback").await;
     env.worker.shutdown().await;
 }

@@ -249,13 +249,7 @@ async fn a_record_over_a_database_limit_is_dead_lettered_not_fatal() {
     })
     .await;
     assert_eq!(letters.len(), 1);
-    let status = env.worker.status("pg-limits").await.unwrap();
-    assert_eq!(
-        status.tasks[0].1.state,
-        sluice_runtime::task::State::Running,
-        "{:?}",
-        status.tasks[0].1.trace
-    );
+    env.assert_task_running("pg-limits").await;
     env.worker.shutdown().await;
 }
 
@@ -330,13 +324,7 @@ async fn a_fenced_exactly_once_sink_reads_on_from_the_stored_offset() {
     written.sort();
     let expected: Vec<i64> = (0..10).chain(20..30).collect();
     assert_eq!(written, expected, "rows 10..19 belong to the other owner");
-    let status = env.worker.status(&name).await.unwrap();
-    assert_eq!(
-        status.tasks[0].1.state,
-        sluice_runtime::task::State::Running,
-        "{:?}",
-        status.tasks[0].1.trace
-    );
+    env.assert_task_running(&name).await;
     env.worker.shutdown().await;
 }
 
@@ -422,13 +410,7 @@ async fn records_the_database_refuses_are_dead_lettered() {
         (rows == written).then_some(())
     })
     .await;
-    let status = env.worker.status("pg-refused").await.unwrap();
-    assert_eq!(
-        status.tasks[0].1.state,
-        sluice_runtime::task::State::Running,
-        "{:?}",
-        status.tasks[0].1.trace
-    );
+    env.assert_task_running("pg-refused").await;
     env.worker.shutdown().await;
     fixtures::db_exec(&url, &format!(r#"DROP TABLE IF EXISTS "{table}""#)).await;
 }
@@ -570,12 +552,6 @@ async fn the_sink_reads_its_next_batch_while_one_is_written() {
         .collect();
     assert_eq!(rows, expected);
     assert_eq!(consumed(), 8, "nothing was read twice");
-    let status = env.worker.status(&name).await.unwrap();
-    assert_eq!(
-        status.tasks[0].1.state,
-        sluice_runtime::task::State::Running,
-        "{:?}",
-        status.tasks[0].1.trace
-    );
+    env.assert_task_running(&name).await;
     env.worker.shutdown().await;
 }

@@ -258,6 +258,28 @@ pub(crate) async fn pause_consumer(env: &mut TaskEnv, consumer: &Arc<TaskConsume
     true
 }
 
+/// The next batch by the connector's `batch.*` keys ([`next_batch_until`]).
+/// When one came, the transform chain is swapped first if it was updated
+/// (a batch boundary) and the batch is counted.
+pub(crate) async fn read_batch(
+    env: &mut TaskEnv,
+    consumer: &Arc<TaskConsumer>,
+    stop_waiting: impl std::future::Future<Output = ()>,
+) -> Result<Vec<Consumed>, ConnectError> {
+    let max_records = env.common.batch_max_records;
+    let max_wait = Duration::from_millis(env.common.batch_max_ms);
+    let linger = Duration::from_millis(env.common.batch_linger_ms);
+    let batch =
+        next_batch_until(env, consumer, max_records, max_wait, linger, stop_waiting).await?;
+    if !batch.is_empty() {
+        env.swap_chain_if_updated().await;
+        env.count("consume", "ok", batch.len());
+        env.observe_batch(batch.len());
+        env.note_topics(batch.iter().map(|r| r.topic.as_str()));
+    }
+    Ok(batch)
+}
+
 /// Up to `max_records`, waiting at most `max_wait` once the first arrives;
 /// once the consumer has no record at hand, at most `linger` more (with 0
 /// the batch closes then: under load the consumer's queue refills while a
@@ -267,7 +289,7 @@ pub(crate) async fn pause_consumer(env: &mut TaskEnv, consumer: &Arc<TaskConsume
 /// (returning an empty batch) once `stop_waiting` completes: a batch read
 /// while the previous one is written must not keep that write's follow-up
 /// waiting when no record comes.
-pub(crate) async fn next_batch_until(
+async fn next_batch_until(
     env: &TaskEnv,
     consumer: &Arc<TaskConsumer>,
     max_records: usize,

@@ -251,15 +251,31 @@ async fn read_again(
     consumer: &Arc<TaskConsumer>,
     range: &BTreeMap<(String, i32), (i64, i64)>,
 ) -> Result<(), ConnectError> {
-    let c = consumer.clone();
-    let first: Vec<(String, i32, i64)> = range
+    let first = range
         .iter()
         .map(|((topic, partition), &(first, _))| (topic.clone(), *partition, first))
         .collect();
+    seek_owned(
+        consumer,
+        first,
+        "moving the consumer back to a batch read ahead",
+    )
+    .await
+}
+
+/// Seeks each partition to its offset, those the task still owns (one
+/// revoked meanwhile starts from the committed offset at its new owner).
+/// `what` names the move in the error.
+async fn seek_owned(
+    consumer: &Arc<TaskConsumer>,
+    positions: Vec<(String, i32, i64)>,
+    what: &'static str,
+) -> Result<(), ConnectError> {
+    let c = consumer.clone();
     tokio::task::spawn_blocking(move || {
         let owned = c.assignment()?;
         let mut seek = TopicPartitionList::new();
-        for (topic, partition, offset) in &first {
+        for (topic, partition, offset) in &positions {
             if owned.find_partition(topic, *partition).is_some() {
                 seek.add_partition_offset(topic, *partition, Offset::Offset(*offset))?;
             }
@@ -271,9 +287,7 @@ async fn read_again(
     })
     .await
     .map_err(|e| ConnectError::fatal(format!("seeking thread failed: {e}")))?
-    .map_err(|e| {
-        ConnectError::fatal("moving the consumer back to a batch read ahead").with_source(e)
-    })
+    .map_err(|e| ConnectError::fatal(what).with_source(e))
 }
 
 /// Drives `work` (a batch being written); if it takes longer than
@@ -366,19 +380,11 @@ async fn prepare(
     errors: &ErrorHandler,
     stop_waiting: impl std::future::Future<Output = ()>,
 ) -> Result<Option<Prepared>, ConnectError> {
-    let max_records = env.common.batch_max_records;
-    let max_wait = Duration::from_millis(env.common.batch_max_ms);
-    let linger = Duration::from_millis(env.common.batch_linger_ms);
-    let batch =
-        next_batch_until(env, consumer, max_records, max_wait, linger, stop_waiting).await?;
+    let batch = read_batch(env, consumer, stop_waiting).await?;
     if batch.is_empty() {
         return Ok(None);
     }
-    env.swap_chain_if_updated().await;
     let started = Instant::now();
-    env.count("consume", "ok", batch.len());
-    env.observe_batch(batch.len());
-    env.note_topics(batch.iter().map(|r| r.topic.as_str()));
     // Per partition: the batch's first offset, and the next offset to read,
     // committed once every record of the batch was written or
     // dead-lettered.
@@ -678,25 +684,12 @@ async fn rewind(
         })
         .collect();
     tracing::info!(positions = ?positions.iter().map(|(t, p, o)| format!("{t}-{p}@{o}")).collect::<Vec<_>>(), "rewound to the offsets stored in the sink");
-    let c = consumer.clone();
-    tokio::task::spawn_blocking(move || {
-        let owned = c.assignment()?;
-        let mut seek = TopicPartitionList::new();
-        for (topic, partition, offset) in &positions {
-            if owned.find_partition(topic, *partition).is_some() {
-                seek.add_partition_offset(topic, *partition, Offset::Offset(*offset))?;
-            }
-        }
-        if seek.count() > 0 {
-            c.seek_partitions(seek, Duration::from_secs(30))?;
-        }
-        Ok::<_, rdkafka::error::KafkaError>(())
-    })
+    seek_owned(
+        consumer,
+        positions,
+        "moving the consumer to the offsets stored in the sink",
+    )
     .await
-    .map_err(|e| ConnectError::fatal(format!("seeking thread failed: {e}")))?
-    .map_err(|e| {
-        ConnectError::fatal("moving the consumer to the offsets stored in the sink").with_source(e)
-    })
 }
 
 /// Exactly-once: moves newly assigned (and paused) partitions to the

@@ -23,8 +23,7 @@ use sluice_sdk::{ConnectError, ErrorKind, Record};
 use super::TaskEnv;
 use super::consume::{
     Consumed, ReleaseOnDrop, TaskConsumer, close_consumer, commit, commit_before_writing,
-    next_batch_until, pause_consumer, position_assigned, release_revocations, subscribe,
-    task_consumer,
+    pause_consumer, position_assigned, read_batch, release_revocations, subscribe, task_consumer,
 };
 use super::produce::produce_batch;
 use super::stages::{Converted, check_converters, schema_outputs, transform_all};
@@ -89,19 +88,11 @@ async fn prepare(
     errors: &ErrorHandler,
     stop_waiting: impl std::future::Future<Output = ()>,
 ) -> Result<Option<Prepared>, ConnectError> {
-    let max_records = env.common.batch_max_records;
-    let max_wait = Duration::from_millis(env.common.batch_max_ms);
-    let linger = Duration::from_millis(env.common.batch_linger_ms);
-    let batch =
-        next_batch_until(env, consumer, max_records, max_wait, linger, stop_waiting).await?;
+    let batch = read_batch(env, consumer, stop_waiting).await?;
     if batch.is_empty() {
         return Ok(None);
     }
-    env.swap_chain_if_updated().await;
     let started = Instant::now();
-    env.count("consume", "ok", batch.len());
-    env.observe_batch(batch.len());
-    env.note_topics(batch.iter().map(|r| r.topic.as_str()));
     let (first, next) = batch_bounds(&batch);
     let converted = check_converters(env, errors, batch).await?;
     let inputs = &converted.inputs;

@@ -13,7 +13,8 @@
 //!
 //! Environment: SLUICE_BENCH_POSTGRES_URL (required), SLUICE_BENCH_RECORDS
 //! (default 1000000), SLUICE_BENCH_PYTHON (a python with the baseline's
-//! packages), SLUICE_BENCH_PY_RECORDS (default 20000).
+//! packages), SLUICE_BENCH_PY_RECORDS (default 20000),
+//! SLUICE_BENCH_BATCH_RECORDS (`batch.max.records`, default 5000).
 
 use std::time::{Duration, Instant};
 
@@ -23,8 +24,8 @@ use sluice_runtime::worker::Worker;
 use sqlx::Connection;
 
 mod common;
-use common::process::run_python_baseline;
-use common::{order_json, pg_exec, produce_orders, table_rows};
+use common::process::{MachineCpu, run_python_baseline};
+use common::{order_json, pg_exec, produce_orders, table_rows, wait_for_quiet_database};
 
 const TOPIC: &str = "bench-orders";
 /// The embedded broker keeps about 5 MiB per partition: spread the records.
@@ -59,8 +60,21 @@ impl Strategy {
     }
 }
 
-/// Runs one jdbc-sink connector over the whole topic; returns records/s.
-async fn sluice_run(worker: &Worker, url: &str, strategy: &Strategy, n: usize) -> f64 {
+/// A run's rate and where the machine's CPU went meanwhile.
+struct Run {
+    records: u64,
+    seconds: f64,
+    cpu: MachineCpu,
+}
+
+impl Run {
+    fn rate(&self) -> f64 {
+        self.records as f64 / self.seconds
+    }
+}
+
+/// Runs one jdbc-sink connector over the whole topic.
+async fn sluice_run(worker: &Worker, url: &str, strategy: &Strategy, n: usize) -> Run {
     let (name, table) = (strategy.name, strategy.table());
     if strategy.over.is_none() {
         pg_exec(url, &format!("DROP TABLE IF EXISTS {table}")).await;
@@ -92,19 +106,20 @@ async fn sluice_run(worker: &Worker, url: &str, strategy: &Strategy, n: usize) -
         .metrics()
         .records
         .with_label_values(&[name, "0", "put", "ok"]);
+    wait_for_quiet_database(url).await;
     let created = Instant::now();
     worker.create(&spec).await.unwrap();
     // Timed from the first batch written, as the Python loop is timed from
     // its first record: the consumer group's join (about 3 s on the
     // embedded broker) is not what is measured.
-    let mut first: Option<(Instant, u64)> = None;
+    let mut first: Option<(Instant, u64, MachineCpu)> = None;
     loop {
         let done = written.get();
         if done >= n as u64 {
             break;
         }
         if done > 0 && first.is_none() {
-            first = Some((Instant::now(), done));
+            first = Some((Instant::now(), done, MachineCpu::now()));
         }
         assert!(
             created.elapsed() < Duration::from_secs(1800),
@@ -112,15 +127,20 @@ async fn sluice_run(worker: &Worker, url: &str, strategy: &Strategy, n: usize) -
         );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    let (started, before) = first.expect("more than one batch: raise SLUICE_BENCH_RECORDS");
-    let rate = (n as u64 - before) as f64 / started.elapsed().as_secs_f64();
+    let (started, before, cpu_before) =
+        first.expect("more than one batch: raise SLUICE_BENCH_RECORDS");
+    let run = Run {
+        records: n as u64 - before,
+        seconds: started.elapsed().as_secs_f64(),
+        cpu: cpu_before.since(&MachineCpu::now()),
+    };
     worker.stop_connector(name).await;
     assert_eq!(
         table_rows(url, &table).await,
         n as i64,
         "{name}: one row per record"
     );
-    rate
+    run
 }
 
 /// Reading the topic and nothing else, with the same client settings the
@@ -153,20 +173,26 @@ async fn consume_only(clients: &KafkaClients, n: usize) -> f64 {
 
 /// The database's own upsert rate: the same statement shape fed by
 /// `generate_series` inside the server (no client, no parsing).
-async fn server_upsert(url: &str, n: usize) -> f64 {
+async fn server_upsert(url: &str, n: usize) -> Run {
     pg_exec(
         url,
         "DROP TABLE IF EXISTS ceiling_orders; CREATE TABLE ceiling_orders (order_id BIGINT PRIMARY KEY, customer_id TEXT, amount DOUBLE PRECISION, currency TEXT, status TEXT, updated_at TEXT)",
     )
     .await;
+    wait_for_quiet_database(url).await;
     let started = Instant::now();
+    let cpu_before = MachineCpu::now();
     pg_exec(url, &format!(
         "INSERT INTO ceiling_orders SELECT g, 'cust-' || (g % 1000), 10 + (g % 500), 'EUR', 'shipped', '2026-01-01T00:00:00.000Z' FROM generate_series(0, {}) g \
          ON CONFLICT (order_id) DO UPDATE SET customer_id = EXCLUDED.customer_id, amount = EXCLUDED.amount, currency = EXCLUDED.currency, status = EXCLUDED.status, updated_at = EXCLUDED.updated_at",
         n - 1
     ))
     .await;
-    n as f64 / started.elapsed().as_secs_f64()
+    Run {
+        records: n as u64,
+        seconds: started.elapsed().as_secs_f64(),
+        cpu: cpu_before.since(&MachineCpu::now()),
+    }
 }
 
 /// COPY of the same rows as CSV into an empty table: the ceiling.
@@ -189,6 +215,7 @@ async fn copy_run(url: &str, n: usize) -> f64 {
             v["updated_at"].as_str().unwrap()
         ));
     }
+    wait_for_quiet_database(url).await;
     let mut c = sqlx::PgConnection::connect(url).await.unwrap();
     let started = Instant::now();
     let mut copy = c
@@ -249,27 +276,28 @@ fn main() {
             Strategy { name: "bench-replay", guarantee: "at-least-once", insert_mode: "upsert", guard: None, over: Some("bench-alo") },
             Strategy { name: "bench-stale-replay", guarantee: "at-least-once", insert_mode: "upsert", guard: Some("updated_at"), over: Some("bench-alo") },
         ];
-        let mut rates = Vec::new();
+        let mut runs = Vec::new();
         for strategy in &strategies {
             eprintln!("sluice {}...", strategy.name);
-            rates.push(sluice_run(&worker, &url, strategy, n).await);
+            runs.push(sluice_run(&worker, &url, strategy, n).await);
         }
         eprintln!("COPY...");
         let copy = copy_run(&url, n).await;
         eprintln!("consume only...");
         let consumed = consume_only(worker.clients(), n).await;
         eprintln!("server-side upsert...");
-        let server = server_upsert(&url, n).await;
+        let server_run = server_upsert(&url, n).await;
+        let server = server_run.rate();
         eprintln!("Python row-at-a-time loop over {py_n} records...");
         let py = python_run(&bootstrap, &url, py_n);
 
         println!("\n{n} JSON order records, Kafka (embedded broker, {PARTITIONS} partitions) -> PostgreSQL, keyed by order_id, one task, rates from the first batch written\n");
-        println!("| pipeline | records/s | vs COPY | vs Python loop |");
-        println!("|---|---:|---:|---:|");
+        println!("| pipeline | records/s | vs COPY | vs the database alone | vs Python loop |");
+        println!("|---|---:|---:|---:|---:|");
         let vs_py = |r: f64| py.map(|p| format!("{:.1}x", r / p)).unwrap_or("not run".into());
-        println!("| raw COPY into an empty table (ceiling) | {copy:.0} | 1.00 | {} |", vs_py(copy));
-        println!("| the database alone: INSERT ... SELECT generate_series ON CONFLICT DO UPDATE | {server:.0} | {:.2} | {} |", server / copy, vs_py(server));
-        println!("| the broker alone: consume the topic, no processing | {consumed:.0} | {:.2} | {} |", consumed / copy, vs_py(consumed));
+        println!("| raw COPY into an empty table (ceiling) | {copy:.0} | 1.00 | {:.2} | {} |", copy / server, vs_py(copy));
+        println!("| the database alone: INSERT ... SELECT generate_series ON CONFLICT DO UPDATE | {server:.0} | {:.2} | 1.00 | {} |", server / copy, vs_py(server));
+        println!("| the broker alone: consume the topic, no processing | {consumed:.0} | {:.2} | {:.2} | {} |", consumed / copy, consumed / server, vs_py(consumed));
         let described = [
             "Sluice jdbc-sink, insert.mode=insert into an empty table, at-least-once",
             "Sluice jdbc-sink, upsert into an empty table, at-least-once",
@@ -277,13 +305,40 @@ fn main() {
             "Sluice jdbc-sink, upsert over the same rows (a replay: every row conflicts), at-least-once",
             "Sluice jdbc-sink, guarded upsert over the same rows (`upsert.guard.column`: a stale replay, every row kept), at-least-once",
         ];
-        for (what, rate) in described.iter().zip(&rates) {
-            println!("| {what} | {rate:.0} | {:.2} | {} |", rate / copy, vs_py(*rate));
+        for (what, run) in described.iter().zip(&runs) {
+            let rate = run.rate();
+            println!("| {what} | {rate:.0} | {:.2} | {:.2} | {} |", rate / copy, rate / server, vs_py(rate));
         }
         match py {
-            Some(p) => println!("| Python loop (confluent-kafka + SQLAlchemy, 1 tx per record), {py_n} records | {p:.0} | {:.3} | 1.0x |", p / copy),
-            None => println!("| Python loop | NOT RUN: set SLUICE_BENCH_PYTHON (bench/run.sh does) | | |"),
+            Some(p) => println!("| Python loop (confluent-kafka + SQLAlchemy, 1 tx per record), {py_n} records | {p:.0} | {:.3} | {:.3} | 1.0x |", p / copy, p / server),
+            None => println!("| Python loop | NOT RUN: set SLUICE_BENCH_PYTHON (bench/run.sh does) | | | |"),
         }
-        println!("\nexactly-once / at-least-once (upsert into an empty table): {:.2}", rates[2] / rates[1]);
+        println!("\nexactly-once / at-least-once (upsert into an empty table): {:.2}", runs[2].rate() / runs[1].rate());
+        // Where the cores went: the worker and the embedded broker share
+        // this process; PostgreSQL's backends are apart.
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+        println!("\nWhere the CPU went (cores busy on average over the run; this machine has {cores}):\n");
+        println!("| run | records/s | machine busy | this process (worker and embedded broker) | PostgreSQL | other | PostgreSQL CPU s per 1M rows | machine CPU s per 1M rows | records/s with all {cores} cores busy |");
+        println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+        let split = |what: &str, run: &Run| {
+            let per_second = |v: f64| v / run.seconds;
+            let per_million = |v: f64| v / run.records as f64 * 1e6;
+            let other = run.cpu.busy - run.cpu.bench - run.cpu.postgres;
+            println!(
+                "| {what} | {:.0} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.0} |",
+                run.rate(),
+                per_second(run.cpu.busy),
+                per_second(run.cpu.bench),
+                per_second(run.cpu.postgres),
+                per_second(other),
+                per_million(run.cpu.postgres),
+                per_million(run.cpu.busy),
+                run.records as f64 / run.cpu.busy * cores
+            );
+        };
+        split("the database alone (server-side upsert)", &server_run);
+        for (what, run) in described.iter().zip(&runs) {
+            split(what, run);
+        }
     });
 }

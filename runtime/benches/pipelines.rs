@@ -58,7 +58,9 @@
 //!   SLUICE_BENCH_SCALING_SIZES [100000,1000000,10000000];
 //! - SLUICE_BENCH_COUNTED_SMALL [10000], SLUICE_BENCH_COUNTED_LARGE [40000]:
 //!   the two runs under callgrind of part `instructions`;
-//!   SLUICE_BENCH_CALLGRIND_DIR: keep their profiles there.
+//!   SLUICE_BENCH_CALLGRIND_DIR: keep their profiles there;
+//! - SLUICE_BENCH_WORKER_WRAPPER: a command (split at spaces) that runs
+//!   every worker on the bench's broker, such as `heaptrack -o /tmp/h`.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -75,7 +77,7 @@ use sqlx::Connection;
 mod guest_build;
 
 mod common;
-use common::process::{ProcStats, SluiceProcess, mib, run_python_baseline};
+use common::process::{MachineCpu, ProcStats, SluiceProcess, mib, run_python_baseline};
 use common::{
     BenchBroker, await_delivery, callgrind_collected, order_json, order_producer, pg_exec,
     produce_orders, send_order, table_rows,
@@ -144,6 +146,8 @@ struct Measured {
     seconds: f64,
     cpu_seconds: f64,
     peak_rss_kib: u64,
+    /// The machine's CPU over the same window (none for Python's runs).
+    machine: Option<MachineCpu>,
 }
 
 impl Measured {
@@ -165,6 +169,7 @@ impl Measured {
             seconds: number("seconds"),
             cpu_seconds: number("cpu_seconds"),
             peak_rss_kib: number("peak_rss_kib") as u64,
+            machine: None,
         }
     }
 
@@ -309,10 +314,14 @@ impl Bench {
     /// `group.instance.id`) and a 6 s session timeout.
     /// On a real broker the worker keeps its defaults.
     async fn worker_with(&self, keys: serde_json::Value) -> SluiceProcess {
-        SluiceProcess::start(
+        let wrapper: Vec<String> = std::env::var("SLUICE_BENCH_WORKER_WRAPPER")
+            .map(|w| w.split_whitespace().map(str::to_string).collect())
+            .unwrap_or_default();
+        SluiceProcess::start_wrapped(
             Some(&self.bootstrap),
             &self.wasm_cache,
             self.worker_keys(keys),
+            &wrapper,
         )
         .await
     }
@@ -488,11 +497,11 @@ impl Bench {
             names.push(name);
         }
         let deadline = Instant::now() + Duration::from_secs(600 + n as u64 / 1000);
-        let mut first: Option<(Instant, u64, ProcStats)> = None;
+        let mut first: Option<(Instant, u64, ProcStats, MachineCpu)> = None;
         loop {
             let done = worker.records_ok(to.stage()).await;
             if done > 0 && first.is_none() {
-                first = Some((Instant::now(), done, worker.stats()));
+                first = Some((Instant::now(), done, worker.stats(), MachineCpu::now()));
             }
             if done >= n as u64 {
                 break;
@@ -514,12 +523,14 @@ impl Bench {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         let end = worker.stats();
-        let (started, counted, start) = first.expect("a first record");
+        let machine_end = MachineCpu::now();
+        let (started, counted, start, machine_start) = first.expect("a first record");
         Measured {
             records: n as u64 - counted,
             seconds: started.elapsed().as_secs_f64(),
             cpu_seconds: end.cpu_seconds - start.cpu_seconds,
             peak_rss_kib: end.peak_rss_kib,
+            machine: Some(machine_start.since(&machine_end)),
         }
     }
 
@@ -854,6 +865,7 @@ async fn pipeline1(bench: &mut Bench, n: usize, py_n: usize, batch: usize) -> Op
             &format!("DROP TABLE IF EXISTS {table}; DELETE FROM sluice_offsets"),
         )
         .await;
+        common::wait_for_quiet_database(&url).await;
         eprintln!("pipeline 1: Sluice jdbc-sink, {guarantee}, {n} records...");
         let config = bench.sink_config(&url, &input, &table, guarantee, Some(batch));
         let m = bench
@@ -900,6 +912,7 @@ async fn pipeline1(bench: &mut Bench, n: usize, py_n: usize, batch: usize) -> Op
             "Python: confluent-kafka + SQLAlchemy, 1 tx and 1 sync commit per record ({py_n} records; baseline)"
         ),
     );
+    print_cpu_split(&rows);
     let (alo, eos) = (&runs[0].1, &runs[1].1);
     println!(
         "\nexactly-once / at-least-once throughput: {:.2}",
@@ -916,6 +929,38 @@ async fn pipeline1(bench: &mut Bench, n: usize, py_n: usize, batch: usize) -> Op
         );
     }
     python.map(|p| p.records_per_second())
+}
+
+/// Where the machine's cores went during each run: the worker, the bench
+/// (with the embedded broker in it), PostgreSQL and a JVM broker, and the
+/// rate the run would reach with every core busy at the same CPU per record:
+/// the ceiling of this machine, measured rather than estimated.
+fn print_cpu_split(rows: &[(String, &Measured)]) {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    println!(
+        "\nWhere the CPU went (cores busy on average over the run; this machine has {cores}):\n"
+    );
+    println!(
+        "| run | records/s | machine busy | worker | bench process (embedded broker) | PostgreSQL | Apache Kafka (JVM) | other | machine CPU s per 1M | records/s with all {cores} cores busy |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for (label, m) in rows {
+        let Some(cpu) = m.machine else { continue };
+        let per_second = |v: f64| v / m.seconds;
+        let other = cpu.busy - m.cpu_seconds - cpu.bench - cpu.postgres - cpu.java;
+        println!(
+            "| {label} | {:.0} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.1} | {:.0} |",
+            m.records_per_second(),
+            per_second(cpu.busy),
+            per_second(m.cpu_seconds),
+            per_second(cpu.bench),
+            per_second(cpu.postgres),
+            per_second(cpu.java),
+            per_second(other),
+            cpu.busy / m.records as f64 * 1e6,
+            m.records as f64 / cpu.busy * cores
+        );
+    }
 }
 
 /// The converters of part `typed`: a row's label, the class (`None`: the
@@ -1772,6 +1817,7 @@ async fn on_real_kafka(embedded: &mut Bench, kafka: &mut Bench, n: usize, sink_b
                         &format!("DROP TABLE IF EXISTS {table}; DELETE FROM sluice_offsets"),
                     )
                     .await;
+                    common::wait_for_quiet_database(&url).await;
                     let config =
                         bench.sink_config(&url, &input, &table, guarantee, Some(sink_batch));
                     let to = Delivered::Table {
@@ -1815,6 +1861,16 @@ async fn on_real_kafka(embedded: &mut Bench, kafka: &mut Bench, n: usize, sink_b
             m[1].cpu_per_million()
         );
     }
+    let split: Vec<(String, &Measured)> = rows
+        .iter()
+        .flat_map(|(label, m)| {
+            [
+                (format!("{label}, embedded"), &m[0]),
+                (format!("{label}, Apache Kafka"), &m[1]),
+            ]
+        })
+        .collect();
+    print_cpu_split(&split);
 }
 
 /// What the bad-password clients of [`auth_flood`] got back.

@@ -4,6 +4,7 @@
 #![allow(dead_code)] // each bench uses a part
 
 // The `sluice` binary's allocator, so in-process runs measure what it runs.
+#[cfg(feature = "mimalloc")]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -164,6 +165,41 @@ pub fn worker_on(broker: &BenchBroker, default_partitions: i32) -> Worker {
 pub async fn pg_exec(url: &str, sql: &str) {
     let mut c = sqlx::PgConnection::connect(url).await.unwrap();
     sqlx::raw_sql(sql).execute(&mut c).await.unwrap();
+}
+
+/// Waits (up to two minutes) until no autovacuum worker runs, so that a
+/// timed run does not share the database with the vacuum of the rows an
+/// earlier run wrote, then checkpoints, so that it does not pay for the
+/// earlier run's dirty pages either. Says so when it gives up.
+pub async fn wait_for_quiet_database(url: &str) {
+    let mut c = sqlx::PgConnection::connect(url).await.unwrap();
+    let settled = settle_autovacuum(&mut c).await;
+    if let Err(e) = sqlx::raw_sql("CHECKPOINT").execute(&mut c).await {
+        eprintln!("WARNING: CHECKPOINT before a timed run failed ({e}); timing anyway");
+    }
+    settled
+}
+
+async fn settle_autovacuum(c: &mut sqlx::PgConnection) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        let busy: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'autovacuum worker'",
+        )
+        .fetch_one(&mut *c)
+        .await
+        .unwrap();
+        if busy == 0 {
+            return;
+        }
+        if std::time::Instant::now() > deadline {
+            eprintln!(
+                "WARNING: {busy} autovacuum workers still running after 2 minutes; timing anyway"
+            );
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
 }
 
 /// A producer for filling the benches' input topics.

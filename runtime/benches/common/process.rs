@@ -64,6 +64,95 @@ impl ProcStats {
     }
 }
 
+/// CPU seconds of the whole machine and of the processes beside the worker
+/// that a pipeline keeps busy: where the cores went during a run.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MachineCpu {
+    /// Busy CPU seconds of all cores (`/proc/stat`: everything but idle
+    /// and iowait).
+    pub busy: f64,
+    /// This bench process: the embedded broker (librdkafka's mock cluster
+    /// runs in its threads) and the bench's own polling.
+    pub bench: f64,
+    /// Every `postgres` process, with the children they have reaped.
+    pub postgres: f64,
+    /// Every `java` process, with reaped children: Apache Kafka's broker
+    /// when the bench runs on it.
+    pub java: f64,
+}
+
+impl MachineCpu {
+    pub fn now() -> Self {
+        let ticks = clock_ticks_per_second();
+        let stat = std::fs::read_to_string("/proc/stat").expect("reading /proc/stat");
+        let cpu: Vec<u64> = stat
+            .lines()
+            .next()
+            .and_then(|l| l.strip_prefix("cpu "))
+            .expect("/proc/stat starts with the cpu line")
+            .split_whitespace()
+            .map(|v| v.parse().expect("a tick count"))
+            .collect();
+        // user nice system idle iowait irq softirq steal
+        let busy = cpu.iter().take(8).sum::<u64>() - cpu[3] - cpu[4];
+        let mut machine = Self {
+            busy: busy as f64 / ticks,
+            bench: process_ticks(
+                &std::fs::read_to_string("/proc/self/stat").unwrap_or_default(),
+                false,
+            ) as f64
+                / ticks,
+            ..Self::default()
+        };
+        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+                continue;
+            };
+            let name = stat
+                .split_once(" (")
+                .and_then(|(_, rest)| rest.split_once(')'));
+            let seconds = process_ticks(&stat, true) as f64 / ticks;
+            match name.map(|(name, _)| name) {
+                Some("postgres") => machine.postgres += seconds,
+                Some("java") => machine.java += seconds,
+                _ => {}
+            }
+        }
+        machine
+    }
+
+    /// What each used between `self` and the later `end`.
+    pub fn since(&self, end: &Self) -> Self {
+        Self {
+            busy: end.busy - self.busy,
+            bench: end.bench - self.bench,
+            postgres: end.postgres - self.postgres,
+            java: end.java - self.java,
+        }
+    }
+}
+
+/// utime + stime of a `/proc/<pid>/stat` line, and with `reaped` the
+/// children's the process has waited for (cutime + cstime), in ticks.
+fn process_ticks(stat: &str, reaped: bool) -> u64 {
+    let Some(close) = stat.rfind(')') else {
+        return 0;
+    };
+    let fields: Vec<&str> = stat[close + 2..].split(' ').collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i - 3)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    let own = ticks(14) + ticks(15);
+    if reaped {
+        own + ticks(16) + ticks(17)
+    } else {
+        own
+    }
+}
+
 pub fn mib(kib: u64) -> f64 {
     kib as f64 / 1024.0
 }

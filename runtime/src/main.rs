@@ -1,5 +1,8 @@
-// Records are many small allocations (a key, a value, column values):
-// mimalloc's per-thread free lists serve them much faster than glibc's malloc.
+// glibc's malloc by default: under ten connectors mimalloc held about twice
+// the resident memory for about a tenth fewer instructions per record, and
+// no measurable CPU time (BENCHMARKS.md, "Worker memory"). The `mimalloc`
+// feature chooses it.
+#[cfg(feature = "mimalloc")]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -60,7 +60,8 @@
 //!   the two runs under callgrind of part `instructions`;
 //!   SLUICE_BENCH_CALLGRIND_DIR: keep their profiles there;
 //! - SLUICE_BENCH_WORKER_WRAPPER: a command (split at spaces) that runs
-//!   every worker on the bench's broker, such as `heaptrack -o /tmp/h`.
+//!   every worker on the bench's broker under its own pid, such as
+//!   `bench/heaptrack-worker.sh` (a heap profile of each worker).
 
 use std::collections::HashMap;
 use std::path::PathBuf;

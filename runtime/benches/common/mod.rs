@@ -173,11 +173,10 @@ pub async fn pg_exec(url: &str, sql: &str) {
 /// earlier run's dirty pages either. Says so when it gives up.
 pub async fn wait_for_quiet_database(url: &str) {
     let mut c = sqlx::PgConnection::connect(url).await.unwrap();
-    let settled = settle_autovacuum(&mut c).await;
+    settle_autovacuum(&mut c).await;
     if let Err(e) = sqlx::raw_sql("CHECKPOINT").execute(&mut c).await {
         eprintln!("WARNING: CHECKPOINT before a timed run failed ({e}); timing anyway");
     }
-    settled
 }
 
 async fn settle_autovacuum(c: &mut sqlx::PgConnection) {

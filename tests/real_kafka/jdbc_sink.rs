@@ -185,6 +185,8 @@ async fn kip848_revocations_while_batches_are_held_lose_and_duplicate_nothing() 
     assert_eq!(
         rows().await,
         (total, total),
-        "one row per record (rows, distinct (p, seq)) through KIP-848 revocations"
+        "one row per record (rows, distinct (p, seq)) through KIP-848 revocations\n--- a ---\n{}\n--- b ---\n{}",
+        a.log_text(),
+        b.log_text()
     );
 }

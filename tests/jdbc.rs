@@ -961,6 +961,20 @@ async fn fenced_commits(db: &Db) {
             "rows after {from}"
         );
     }
+    // A batch whose range ends before it begins (read backwards) never
+    // moves the stored offset back: that would have the records after it
+    // read and written again.
+    b.begin().await.unwrap();
+    b.put(batch(12, 15)).await.unwrap();
+    let backwards = b.commit(&commit(15, 12)).await;
+    b.rollback().await;
+    let err = backwards.expect_err("an offset moved backwards must be refused");
+    assert!(err.is_fenced(), "{}", err.full_message());
+    assert_eq!(b.stored_offsets(&part).await.unwrap(), at(15));
+    let count = db
+        .rows(&format!("SELECT {} FROM {}", db.text("COUNT(*)"), db.q(&t)))
+        .await;
+    assert_eq!(count, strings(&[&["15"]]), "rows after a backwards batch");
     a.stop().await;
     b.stop().await;
 }

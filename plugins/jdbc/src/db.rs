@@ -546,9 +546,11 @@ impl Conn<'_> {
 
     /// Exactly-once commit of offsets, as a compare-and-set: each
     /// partition's `next` is stored only if the stored offset is not past
-    /// the batch's `first`. Returns the first partition where it was
-    /// (another task committed there meanwhile); the caller must then roll
-    /// back, as what was stored before it stays in the transaction.
+    /// the batch's `first` and `next` moves it forward. Returns the first
+    /// partition where it did not (another task committed there
+    /// meanwhile, or a batch read backwards would move it back); the
+    /// caller must then roll back, as what was stored before it stays in
+    /// the transaction.
     pub async fn store_offsets_fenced(
         &mut self,
         table: &str,
@@ -569,6 +571,7 @@ impl Conn<'_> {
                         topic.clone(),
                         partition.clone(),
                         SqlValue::Int(o.first),
+                        SqlValue::Int(o.next),
                     ],
                 )
                 .await?;

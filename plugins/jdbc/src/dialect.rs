@@ -440,12 +440,12 @@ impl Dialect {
     }
 
     /// Moves one partition's offset forward only if it is not past where
-    /// the batch began, bound as (next, connector, topic, partition,
-    /// first).
+    /// the batch began, and never back, bound as (next, connector, topic,
+    /// partition, first, next).
     pub fn advance_offset(self, table: &str) -> String {
         let q = |n: &str| self.quote_ident(n);
         format!(
-            "UPDATE {} SET {} = {} WHERE {} = {} AND {} = {} AND {} = {} AND {} <= {}",
+            "UPDATE {} SET {} = {} WHERE {} = {} AND {} = {} AND {} = {} AND {} <= {} AND {} < {}",
             self.quote_table(table),
             q("offset"),
             self.param(1),
@@ -456,7 +456,9 @@ impl Dialect {
             q("partition"),
             self.param(4),
             q("offset"),
-            self.param(5)
+            self.param(5),
+            q("offset"),
+            self.param(6)
         )
     }
 

@@ -1435,7 +1435,7 @@ impl SinkTask for JdbcSinkTask {
             let _ = tx.rollback().await;
             self.tables.clear();
             return Err(ConnectError::fenced(format!(
-                "another task of connector `{}` committed offsets of {topic}-{partition} past where this batch began (in `{table}`): this task no longer owns the partition, so the batch is rolled back and the partition read again from the stored offset",
+                "the offset of {topic}-{partition} stored in `{table}` is past where this batch began (another task of connector `{}` committed there: this task no longer owns the partition), or the batch would move it back; the batch is rolled back and the partition read again from the stored offset",
                 self.context.connector
             )));
         }

@@ -353,6 +353,72 @@ async fn next_batch_until(
     Ok(batch)
 }
 
+/// Per partition: a batch's first offset and the next one to read.
+pub(crate) type OffsetRanges = BTreeMap<(String, i32), (i64, i64)>;
+
+/// A partition whose records a batch read backwards: `offset` came after
+/// `after`.
+#[derive(Debug, PartialEq)]
+pub(crate) struct ReadBackwards {
+    pub topic: String,
+    pub partition: i32,
+    pub offset: i64,
+    pub after: i64,
+    /// Each partition's range as far as it was read in order.
+    pub ranges: OffsetRanges,
+}
+
+impl ReadBackwards {
+    /// Says which partition went backwards: the batch is dropped and read
+    /// again, so this is no loss, but a seek raced the read.
+    pub(crate) fn report(&self, env: &TaskEnv) {
+        tracing::error!(
+            connector = %env.connector,
+            task = env.task_id,
+            topic = %self.topic,
+            partition = self.partition,
+            offset = self.offset,
+            after = self.after,
+            "a batch read a partition backwards (a seek raced the read); it is not written, and its partitions are read again from where it began"
+        );
+    }
+}
+
+/// Per partition of a batch's `(topic, partition, offset)`s: its first
+/// offset, and the next one to read, committed once every record was
+/// written or dead-lettered. Records of a partition must come in rising
+/// offsets (the consumer's order): one that does not means a seek raced
+/// the read, and the batch's records of that partition are no range.
+pub(crate) fn offset_ranges<'a>(
+    records: impl Iterator<Item = (&'a str, i32, i64)>,
+) -> Result<OffsetRanges, ReadBackwards> {
+    let mut ranges: BTreeMap<(&str, i32), (i64, i64)> = BTreeMap::new();
+    let mut backwards = None;
+    for (topic, partition, offset) in records {
+        let (_, next) = ranges.entry((topic, partition)).or_insert((offset, offset));
+        // Every partition is read to the end: each is read again from
+        // its first record if one went backwards.
+        if offset < *next && backwards.is_none() {
+            backwards = Some((topic, partition, offset, *next - 1));
+        }
+        *next = (*next).max(offset + 1);
+    }
+    let ranges = ranges
+        .into_iter()
+        .map(|((topic, partition), range)| ((topic.to_string(), partition), range))
+        .collect();
+    match backwards {
+        None => Ok(ranges),
+        Some((topic, partition, offset, after)) => Err(ReadBackwards {
+            topic: topic.to_string(),
+            partition,
+            offset,
+            after,
+            ranges,
+        }),
+    }
+}
+
 /// Names the partitions whose position the broker no longer has, counts
 /// them, and fails the task: skipping ahead would lose records silently.
 pub(crate) async fn data_loss(env: &TaskEnv, consumer: &Arc<TaskConsumer>) -> ConnectError {
@@ -490,5 +556,60 @@ pub(crate) fn to_record(m: &BorrowedMessage<'_>) -> Consumed {
             ..Default::default()
         },
         header_error,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ranges(of: &[(&str, i32, i64, i64)]) -> OffsetRanges {
+        of.iter()
+            .map(|&(t, p, first, next)| ((t.to_string(), p), (first, next)))
+            .collect()
+    }
+
+    #[test]
+    fn a_batch_read_in_order_commits_each_partition_from_its_first_record_past_its_last() {
+        let read = [
+            ("a", 0, 10),
+            ("b", 1, 7),
+            ("a", 0, 11),
+            ("a", 0, 14),
+            ("b", 1, 8),
+        ];
+        assert_eq!(
+            offset_ranges(read.into_iter()),
+            Ok(ranges(&[("a", 0, 10, 15), ("b", 1, 7, 9)]))
+        );
+    }
+
+    /// A seek back during the read: committing (first, last + 1) would
+    /// store 951 for records 1000..1002 and 950, so 951..1002 would be
+    /// written again; or, with 1000 repeated, write it twice.
+    #[test]
+    fn a_batch_that_reads_a_partition_backwards_is_refused_with_where_it_began() {
+        for (read, offset, after) in [
+            (
+                vec![("a", 0, 1000), ("a", 0, 1001), ("a", 0, 950), ("b", 0, 5)],
+                950,
+                1001,
+            ),
+            (vec![("a", 0, 1000), ("a", 0, 1000)], 1000, 1000),
+        ] {
+            let err = offset_ranges(read.into_iter()).unwrap_err();
+            assert_eq!((err.topic.as_str(), err.partition), ("a", 0));
+            assert_eq!((err.offset, err.after), (offset, after));
+            assert_eq!(
+                err.ranges[&("a".to_string(), 0)].0,
+                1000,
+                "read again from where it began"
+            );
+            if err.ranges.len() > 1 {
+                // A partition first seen after the one read backwards is
+                // read again too.
+                assert_eq!(err.ranges[&("b".to_string(), 0)].0, 5);
+            }
+        }
     }
 }

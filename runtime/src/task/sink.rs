@@ -80,7 +80,7 @@ struct Prepared {
     converted: Converted,
     outputs: Vec<(usize, Record)>,
     /// Per partition: the batch's first offset and the next one to read.
-    range: BTreeMap<(String, i32), (i64, i64)>,
+    range: OffsetRanges,
     /// When each written record entered the pipeline, by its input topic.
     stamps: Vec<(String, i64)>,
     started: Instant,
@@ -249,7 +249,7 @@ async fn run_loop(
 /// starts from the committed offset).
 async fn read_again(
     consumer: &Arc<TaskConsumer>,
-    range: &BTreeMap<(String, i32), (i64, i64)>,
+    range: &OffsetRanges,
 ) -> Result<(), ConnectError> {
     let first = range
         .iter()
@@ -385,30 +385,20 @@ async fn prepare(
         return Ok(None);
     }
     let started = Instant::now();
-    // Per partition: the batch's first offset, and the next offset to read,
-    // committed once every record of the batch was written or
-    // dead-lettered.
-    let range: BTreeMap<(String, i32), (i64, i64)> = {
-        let mut range: BTreeMap<(&str, i32), (i64, i64)> = BTreeMap::new();
-        let mut said = false;
-        for r in &batch {
-            let (_, next) = range
-                .entry((&r.topic, r.partition))
-                .or_insert((r.offset, r.offset));
-            if r.offset < *next && !said {
-                // A partition read backwards within one batch: its offsets
-                // range would not cover what is written. Said loudly (once
-                // a batch, not once a record) while a duplicate seen once
-                // on CI is looked into.
-                said = true;
-                tracing::error!(connector = %env.connector, task = env.task_id, topic = %r.topic, partition = r.partition, offset = r.offset, next = *next, "a batch holds a partition's records out of order (a seek back while it was read?)");
-            }
-            *next = r.offset + 1;
+    let range = match offset_ranges(
+        batch
+            .iter()
+            .map(|r| (r.topic.as_str(), r.partition, r.offset)),
+    ) {
+        Ok(range) => range,
+        Err(backwards) => {
+            // Written, its range would skip or repeat records (committed
+            // exactly once, it would move the stored offset back): the
+            // batch is dropped and read again from where it began.
+            backwards.report(env);
+            read_again(consumer, &backwards.ranges).await?;
+            return Ok(None);
         }
-        range
-            .into_iter()
-            .map(|((topic, partition), offsets)| ((topic.to_string(), partition), offsets))
-            .collect()
     };
     let converted = check_converters(env, errors, batch).await?;
     let inputs = &converted.inputs;

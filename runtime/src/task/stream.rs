@@ -22,7 +22,7 @@ use sluice_sdk::{ConnectError, ErrorKind, Record};
 
 use super::TaskEnv;
 use super::consume::{
-    Consumed, ReleaseOnDrop, TaskConsumer, close_consumer, commit, commit_before_writing,
+    ReleaseOnDrop, TaskConsumer, close_consumer, commit, commit_before_writing, offset_ranges,
     pause_consumer, position_assigned, read_batch, release_revocations, subscribe, task_consumer,
 };
 use super::produce::produce_batch;
@@ -93,7 +93,28 @@ async fn prepare(
         return Ok(None);
     }
     let started = Instant::now();
-    let (first, next) = batch_bounds(&batch);
+    let ranges = match offset_ranges(
+        batch
+            .iter()
+            .map(|r| (r.topic.as_str(), r.partition, r.offset)),
+    ) {
+        Ok(ranges) => ranges,
+        Err(backwards) => {
+            // Committed, its next offsets would repeat or skip records.
+            backwards.report(env);
+            let first = backwards
+                .ranges
+                .into_iter()
+                .map(|(tp, (first, _))| (tp, first))
+                .collect();
+            rewind(consumer, &first, false).await?;
+            return Ok(None);
+        }
+    };
+    let (first, next) = ranges
+        .into_iter()
+        .map(|(tp, (first, next))| ((tp.clone(), first), (tp, next)))
+        .unzip();
     let converted = check_converters(env, errors, batch).await?;
     let inputs = &converted.inputs;
     let mut outputs = transform_all(env, errors, inputs, converted.chain_inputs()).await?;
@@ -269,21 +290,9 @@ async fn run_loop(
     }
 }
 
-/// Where each partition's batch starts (to rewind to) and the next offset
-/// to read (to commit).
+/// Per partition: where the batch starts (to rewind to), or the next
+/// offset to read (to commit).
 type Positions = BTreeMap<(String, i32), i64>;
-
-fn batch_bounds(batch: &[Consumed]) -> (Positions, Positions) {
-    let mut first = Positions::new();
-    let mut next = Positions::new();
-    for r in batch {
-        first
-            .entry((r.topic.clone(), r.partition))
-            .or_insert(r.offset);
-        next.insert((r.topic.clone(), r.partition), r.offset + 1);
-    }
-    (first, next)
-}
 
 /// At-most-once or at-least-once: offsets committed before or after the
 /// batch is produced. `None`: stopping.

@@ -256,32 +256,6 @@ pub struct CommitOffset {
     pub next: i64,
 }
 
-/// A sink's work on a batch that needs no connection (parsing records
-/// into rows, say), done by the runtime before the batch is written: on a
-/// blocking thread, while the batch before it is still being written.
-/// See [`SinkTask::preparer`].
-pub trait BatchPreparer: Send + Sync {
-    /// What [`SinkTask::put_prepared`] will write for `records`, or `None`
-    /// if any record cannot be prepared: the batch is then `put` as usual,
-    /// which finds and handles the bad record.
-    fn prepare(&self, records: &[Record]) -> Option<PreparedBatch>;
-}
-
-/// A batch made ready by a [`BatchPreparer`], for its task's
-/// [`SinkTask::put_prepared`] alone.
-pub struct PreparedBatch(Box<dyn std::any::Any + Send>);
-
-impl PreparedBatch {
-    pub fn new<T: Send + 'static>(work: T) -> Self {
-        Self(Box::new(work))
-    }
-
-    /// The work, if it is a `T`.
-    pub fn take<T: 'static>(self) -> Option<T> {
-        self.0.downcast().ok().map(|b| *b)
-    }
-}
-
 #[async_trait]
 pub trait SinkTask: Send {
     /// Opens connections; a failure here is retried by the runtime if
@@ -294,24 +268,6 @@ pub trait SinkTask: Send {
     /// once [`SinkTask::flush`] returns `Ok`; only then are their offsets
     /// committed.
     async fn put(&mut self, records: Vec<Record>) -> Result<(), ConnectError>;
-
-    /// A preparer for the batches this task writes, asked once when the
-    /// task has started. With one, the runtime prepares each batch ahead
-    /// and writes it with [`SinkTask::put_prepared`]; a batch whose write
-    /// fails is `put` again as records (retries and the isolation of a bad
-    /// record work on records).
-    fn preparer(&self) -> Option<std::sync::Arc<dyn BatchPreparer>> {
-        None
-    }
-
-    /// Writes a batch its [`SinkTask::preparer`] prepared, as [`SinkTask::put`]
-    /// would write its records.
-    async fn put_prepared(&mut self, prepared: PreparedBatch) -> Result<(), ConnectError> {
-        let _ = prepared;
-        Err(ConnectError::fatal(
-            "this sink returned a preparer but does not write prepared batches",
-        ))
-    }
 
     /// Makes everything put so far durable.
     async fn flush(&mut self) -> Result<(), ConnectError> {
@@ -340,9 +296,8 @@ pub trait SinkTask: Send {
 
     /// Stores each partition's `next` offset and commits everything put
     /// since `begin`, atomically; or, if a stored offset is past the
-    /// partition's `first` (another task wrote there meanwhile) or `next`
-    /// would move it back, commits nothing and returns
-    /// [`ConnectError::fenced`]. The check and the
+    /// partition's `first` (another task wrote there meanwhile), commits
+    /// nothing and returns [`ConnectError::fenced`]. The check and the
     /// store are one compare-and-set in the same transaction, so of two
     /// tasks that both believe they own a partition only one commits.
     async fn commit(&mut self, offsets: &[CommitOffset]) -> Result<(), ConnectError> {

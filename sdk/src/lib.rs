@@ -25,9 +25,9 @@ pub mod schema;
 
 pub use config::{ConfigError, ConfigMap};
 pub use connector::{
-    BatchPreparer, CommitOffset, ConnectorType, PartitionOffset, PluginInfo, PreparedBatch,
-    SinkConnector, SinkTask, SourceConnector, SourceGauge, SourceOffsets, SourceRecord, SourceTask,
-    TaskContext, source_partition_key,
+    CommitOffset, ConnectorType, PartitionOffset, PluginInfo, SinkConnector, SinkTask,
+    SourceConnector, SourceGauge, SourceOffsets, SourceRecord, SourceTask, TaskContext,
+    source_partition_key,
 };
 pub use error::{ConnectError, ErrorKind, FENCED_CLASS, panic_message};
 pub use record::{Header, Record};

@@ -22,9 +22,8 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use sluice_sdk::config::from_string_map;
 use sluice_sdk::{
-    BatchPreparer, CommitOffset, ConfigError, ConfigMap, ConnectError, ConnectorType,
-    PartitionOffset, PluginInfo, PreparedBatch, Record, Schema, SchemaKind, SinkConnector,
-    SinkTask, TaskContext,
+    CommitOffset, ConfigError, ConfigMap, ConnectError, ConnectorType, PartitionOffset, PluginInfo,
+    Record, Schema, SchemaKind, SinkConnector, SinkTask, TaskContext,
 };
 
 pub use db::{Column, Pool, Target, classify, redact_url};
@@ -610,9 +609,6 @@ enum Phase {
     Truncate,
 }
 
-/// A batch's operations, by table in the order the batch first names them.
-type Plan = Vec<(String, Vec<Op>)>;
-
 /// Turns records into operations: the CPU-bound part of a `put`, run off
 /// the async threads (a record may have a hundred thousand fields).
 #[derive(Clone)]
@@ -622,15 +618,6 @@ struct Planner {
     dialect: Dialect,
     /// `pk.fields`, shared by every row that uses them.
     pk_fields: Arc<[String]>,
-}
-
-/// Planned ahead, while the batch before is written (the runtime's
-/// read-ahead): a record that cannot be planned leaves the batch to `put`,
-/// which fails on it so the runtime isolates it.
-impl BatchPreparer for Planner {
-    fn prepare(&self, records: &[Record]) -> Option<PreparedBatch> {
-        self.plan(records).ok().map(PreparedBatch::new)
-    }
 }
 
 impl Planner {
@@ -829,7 +816,7 @@ impl Planner {
 
     /// Turns records into per-table operations; any bad record fails the put
     /// (the runtime then isolates it).
-    fn plan(&self, records: &[Record]) -> Result<Plan, ConnectError> {
+    fn plan(&self, records: &[Record]) -> Result<Vec<(String, Vec<Op>)>, ConnectError> {
         // (table, its place in by_table): batches hold few tables.
         let mut tables: Vec<(String, usize)> = Vec::new();
         let mut by_table: Vec<(String, Vec<Op>)> = Vec::new();
@@ -1222,7 +1209,11 @@ impl JdbcSinkTask {
 
     /// Prepares and writes every table on `conn`. On MySQL the tables were
     /// prepared outside the transaction already (its DDL commits).
-    async fn write_all(&mut self, conn: &mut db::Conn<'_>, plan: Plan) -> Result<(), ConnectError> {
+    async fn write_all(
+        &mut self,
+        conn: &mut db::Conn<'_>,
+        plan: Vec<(String, Vec<Op>)>,
+    ) -> Result<(), ConnectError> {
         for (table, ops) in plan {
             if ops.iter().all(|op| matches!(op, Op::Truncate)) {
                 // Nothing to create a table from: empty it if it exists.
@@ -1298,49 +1289,10 @@ impl JdbcSinkTask {
         }
     }
 
-    /// Writes a planned batch: in the exactly-once transaction if one is
-    /// open, otherwise in a transaction of its own.
-    async fn write_plan(&mut self, plan: Plan) -> Result<(), ConnectError> {
-        if plan.is_empty() {
-            return Ok(());
-        }
-        if self.pool().await?.dialect() == Dialect::MySql {
-            // MySQL's DDL commits any open transaction: run it first, on a
-            // connection of its own.
-            let pool = self.pool.take().expect("connected above");
-            let prepared = async {
-                let mut c = pool
-                    .acquire()
-                    .await
-                    .map_err(|e| classify("connecting".into(), e))?;
-                for (table, ops) in &plan {
-                    self.prepare_table(&mut c.conn(), table, ops).await?;
-                }
-                Ok::<_, ConnectError>(())
-            }
-            .await;
-            self.pool = Some(pool);
-            prepared?;
-        }
-        if !matches!(self.tx, TxState::Idle) {
-            return self.put_in_transaction(plan).await;
-        }
-        let mut tx = self.begin_tx().await?;
-        let result = self.write_all(&mut tx.conn(), plan).await;
-        match result {
-            Ok(()) => tx
-                .commit()
-                .await
-                .map_err(|e| classify("committing the batch".into(), e)),
-            Err(e) => {
-                self.tables.clear();
-                let _ = tx.rollback().await;
-                Err(e)
-            }
-        }
-    }
-
-    async fn put_in_transaction(&mut self, plan: Plan) -> Result<(), ConnectError> {
+    async fn put_in_transaction(
+        &mut self,
+        plan: Vec<(String, Vec<Op>)>,
+    ) -> Result<(), ConnectError> {
         let mut tx = self.take_transaction(TxState::Broken).await?;
         // Each put is atomic within the transaction, so the runtime can
         // split a batch around a bad record without losing the rest.
@@ -1408,19 +1360,43 @@ impl SinkTask for JdbcSinkTask {
         let plan = tokio::task::spawn_blocking(move || planner.plan(&records))
             .await
             .map_err(|e| ConnectError::fatal(format!("planning the batch failed: {e}")))??;
-        self.write_plan(plan).await
-    }
-
-    /// The batch planned ahead by [`Planner`] as the task's preparer.
-    fn preparer(&self) -> Option<Arc<dyn BatchPreparer>> {
-        Some(Arc::new(self.planner.clone()))
-    }
-
-    async fn put_prepared(&mut self, prepared: PreparedBatch) -> Result<(), ConnectError> {
-        let plan = prepared.take::<Plan>().ok_or_else(|| {
-            ConnectError::fatal("the jdbc sink was given a batch another sink prepared")
-        })?;
-        self.write_plan(plan).await
+        if plan.is_empty() {
+            return Ok(());
+        }
+        if self.pool().await?.dialect() == Dialect::MySql {
+            // MySQL's DDL commits any open transaction: run it first, on a
+            // connection of its own.
+            let pool = self.pool.take().expect("connected above");
+            let prepared = async {
+                let mut c = pool
+                    .acquire()
+                    .await
+                    .map_err(|e| classify("connecting".into(), e))?;
+                for (table, ops) in &plan {
+                    self.prepare_table(&mut c.conn(), table, ops).await?;
+                }
+                Ok::<_, ConnectError>(())
+            }
+            .await;
+            self.pool = Some(pool);
+            prepared?;
+        }
+        if !matches!(self.tx, TxState::Idle) {
+            return self.put_in_transaction(plan).await;
+        }
+        let mut tx = self.begin_tx().await?;
+        let result = self.write_all(&mut tx.conn(), plan).await;
+        match result {
+            Ok(()) => tx
+                .commit()
+                .await
+                .map_err(|e| classify("committing the batch".into(), e)),
+            Err(e) => {
+                self.tables.clear();
+                let _ = tx.rollback().await;
+                Err(e)
+            }
+        }
     }
 
     async fn stop(&mut self) {

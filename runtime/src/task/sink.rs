@@ -8,9 +8,7 @@ use std::time::{Duration, Instant};
 
 use rdkafka::consumer::Consumer;
 use rdkafka::{Message, Offset, TopicPartitionList};
-use sluice_sdk::{
-    BatchPreparer, CommitOffset, ConnectError, ErrorKind, PreparedBatch, Record, SinkTask,
-};
+use sluice_sdk::{CommitOffset, ConnectError, ErrorKind, Record, SinkTask};
 
 use super::TaskEnv;
 use super::consume::*;
@@ -85,10 +83,6 @@ struct Prepared {
     range: OffsetRanges,
     /// When each written record entered the pipeline, by its input topic.
     stamps: Vec<(String, i64)>,
-    /// The outputs as the sink's preparer made them ready to write (in a
-    /// mutex only so the batch can be shared while written: it is taken
-    /// out before).
-    ready: std::sync::Mutex<Option<PreparedBatch>>,
     started: Instant,
 }
 
@@ -122,7 +116,6 @@ async fn run_loop(
 ) -> Result<(), ConnectError> {
     let guarantee = env.common.delivery_guarantee;
     let class = env.common.connector_class.clone();
-    let preparer = task.preparer();
     let metrics = env.metrics.clone();
     let labels = env.labels();
     // The next batch is read, converted and transformed while the current
@@ -162,17 +155,9 @@ async fn run_loop(
                 return Ok(());
             }
         }
-        let mut batch = match prepared.take() {
+        let batch = match prepared.take() {
             Some(batch) => batch,
-            None => match prepare(
-                env,
-                consumer,
-                errors,
-                preparer.as_ref(),
-                std::future::pending(),
-            )
-            .await?
-            {
+            None => match prepare(env, consumer, errors, std::future::pending()).await? {
                 Some(batch) => batch,
                 None => {
                     release_revocations(consumer).await;
@@ -191,7 +176,6 @@ async fn run_loop(
         // A revocation waiting for the records held gets them after this
         // batch: nothing more is read meanwhile.
         let overlap = !consumer.context().revocation_waiting();
-        let ready = batch.ready.get_mut().ok().and_then(Option::take);
         let written = tokio::sync::Notify::new();
         let cancel = env.cancel.clone();
         let ((outcome, data_lost), following) = tokio::join!(
@@ -200,7 +184,7 @@ async fn run_loop(
                     consumer,
                     &metrics,
                     &labels,
-                    write(task, errors, &class, guarantee, &cancel, &batch, ready),
+                    write(task, errors, &class, guarantee, &cancel, &batch),
                 )
                 .await;
                 written.notify_one();
@@ -208,7 +192,7 @@ async fn run_loop(
             },
             async {
                 if overlap {
-                    prepare(env, consumer, errors, preparer.as_ref(), written.notified()).await
+                    prepare(env, consumer, errors, written.notified()).await
                 } else {
                     Ok(None)
                 }
@@ -394,7 +378,6 @@ async fn prepare(
     env: &mut TaskEnv,
     consumer: &Arc<TaskConsumer>,
     errors: &ErrorHandler,
-    preparer: Option<&Arc<dyn BatchPreparer>>,
     stop_waiting: impl std::future::Future<Output = ()>,
 ) -> Result<Option<Prepared>, ConnectError> {
     let batch = read_batch(env, consumer, stop_waiting).await?;
@@ -439,41 +422,17 @@ async fn prepare(
             Some((inputs[*origin].topic.clone(), ms))
         })
         .collect();
-    let ready = match preparer {
-        Some(preparer) if !outputs.is_empty() => prepare_ahead(preparer, &outputs).await,
-        _ => None,
-    };
     Ok(Some(Prepared {
         converted,
         outputs,
         range,
         stamps,
-        ready: std::sync::Mutex::new(ready),
         started,
     }))
 }
 
-/// The sink's own preparation of `outputs` (its preparer's `prepare`, on
-/// a blocking thread), or `None`: the batch is then `put` as records.
-async fn prepare_ahead(
-    preparer: &Arc<dyn BatchPreparer>,
-    outputs: &[(usize, Record)],
-) -> Option<PreparedBatch> {
-    let records: Vec<Record> = outputs.iter().map(|(_, r)| r.clone()).collect();
-    let preparer = preparer.clone();
-    match tokio::task::spawn_blocking(move || preparer.prepare(&records)).await {
-        Ok(ready) => ready,
-        Err(e) => {
-            // The batch's `put` meets the same records and says why.
-            tracing::warn!(error = %e, "preparing a batch ahead failed; it is put as records");
-            None
-        }
-    }
-}
-
 /// Writes a prepared batch: exactly once with its offsets in one sink
-/// transaction, otherwise `put` and `flush`. `ready`: the batch as the
-/// sink prepared it, written by the first `put` of the whole batch.
+/// transaction, otherwise `put` and `flush`.
 async fn write(
     task: &mut dyn SinkTask,
     errors: &ErrorHandler,
@@ -481,14 +440,13 @@ async fn write(
     guarantee: DeliveryGuarantee,
     cancel: &tokio_util::sync::CancellationToken,
     batch: &Prepared,
-    mut ready: Option<PreparedBatch>,
 ) -> Result<WriteEnd, ConnectError> {
     let inputs = &batch.converted.inputs;
     let outputs = &batch.outputs;
     match guarantee {
         DeliveryGuarantee::ExactlyOnce => {
             let offsets = batch.offsets();
-            match put_exactly_once(task, errors, class, inputs, outputs, ready, &offsets).await {
+            match put_exactly_once(task, errors, class, inputs, outputs, &offsets).await {
                 Ok(written) => Ok(WriteEnd::Written(written)),
                 // Stopping: nothing of the batch is committed; it is read again.
                 Err(_) if cancel.is_cancelled() => Ok(WriteEnd::Stop),
@@ -499,10 +457,8 @@ async fn write(
         DeliveryGuarantee::AtMostOnce | DeliveryGuarantee::AtLeastOnce => {
             let mut dead = BTreeSet::new();
             if !outputs.is_empty()
-                && let Err(e) = put_isolating(
-                    task, errors, class, inputs, outputs, &mut ready, &mut dead, false,
-                )
-                .await
+                && let Err(e) =
+                    put_isolating(task, errors, class, inputs, outputs, &mut dead, false).await
             {
                 if cancel.is_cancelled() {
                     // Stopping: the batch is not committed and is read again.
@@ -553,16 +509,12 @@ async fn finish(
 /// redone); a data error splits the batch in halves until the bad records
 /// stand alone, so the good rows are written and each bad one is handled
 /// with its own error; the positions of those handled are added to `dead`.
-/// `ready` (the whole batch as the sink prepared it) is the first attempt
-/// at the whole batch; every later attempt puts records.
-#[allow(clippy::too_many_arguments)]
 async fn put_isolating(
     task: &mut dyn SinkTask,
     errors: &ErrorHandler,
     class: &str,
     inputs: &[Record],
     outputs: &[(usize, Record)],
-    ready: &mut Option<PreparedBatch>,
     dead: &mut BTreeSet<usize>,
     in_transaction: bool,
 ) -> Result<(), ConnectError> {
@@ -576,11 +528,7 @@ async fn put_isolating(
         let records = || chunk.iter().map(|&i| outputs[i].1.clone()).collect();
         let mut retrier = errors.retrier(Stage::TaskPut, true);
         let outcome = loop {
-            let put = match ready.take() {
-                Some(prepared) if chunk.len() == outputs.len() => task.put_prepared(prepared).await,
-                _ => task.put(records()).await,
-            };
-            match put {
+            match task.put(records()).await {
                 Ok(()) => break Ok(()),
                 Err(e) if e.kind == ErrorKind::Retriable && in_transaction => return Err(e),
                 Err(e) if e.kind == ErrorKind::Retriable && retrier.again(&e).await => continue,
@@ -638,7 +586,6 @@ async fn put_exactly_once(
     class: &str,
     inputs: &[Record],
     outputs: &[(usize, Record)],
-    mut ready: Option<PreparedBatch>,
     offsets: &[CommitOffset],
 ) -> Result<usize, ConnectError> {
     let mut dead = BTreeSet::new();
@@ -650,10 +597,7 @@ async fn put_exactly_once(
                 return Ok(false);
             }
             task.begin().await?;
-            put_isolating(
-                task, errors, class, inputs, outputs, &mut ready, &mut dead, true,
-            )
-            .await?;
+            put_isolating(task, errors, class, inputs, outputs, &mut dead, true).await?;
             task.commit(offsets).await?;
             Ok(true)
         }
@@ -804,163 +748,4 @@ async fn restore_positions(
         "positions restored from the offsets stored in the sink"
     );
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::config::ErrorPolicy;
-
-    /// What the sink was asked to write: a prepared batch or records, and
-    /// their values.
-    type Calls = Arc<std::sync::Mutex<Vec<(&'static str, Vec<String>)>>>;
-
-    /// A sink whose preparer refuses a batch holding `bad`, and whose
-    /// writes fail on `bad` as a data error; `refuse_prepared` makes its
-    /// prepared write fail (as a statement a record breaks would).
-    struct Sink {
-        calls: Calls,
-        refuse_prepared: bool,
-    }
-
-    struct Preparer;
-
-    fn values(records: &[Record]) -> Vec<String> {
-        records
-            .iter()
-            .map(|r| String::from_utf8(r.value.clone().unwrap()).unwrap())
-            .collect()
-    }
-
-    impl BatchPreparer for Preparer {
-        fn prepare(&self, records: &[Record]) -> Option<PreparedBatch> {
-            let values = values(records);
-            (!values.iter().any(|v| v == "bad")).then(|| PreparedBatch::new(values))
-        }
-    }
-
-    #[async_trait::async_trait]
-    impl SinkTask for Sink {
-        async fn put(&mut self, records: Vec<Record>) -> Result<(), ConnectError> {
-            let values = values(&records);
-            let bad = values.iter().any(|v| v == "bad");
-            self.calls.lock().unwrap().push(("records", values));
-            if bad {
-                return Err(ConnectError::data("a bad record"));
-            }
-            Ok(())
-        }
-
-        fn preparer(&self) -> Option<Arc<dyn BatchPreparer>> {
-            Some(Arc::new(Preparer))
-        }
-
-        async fn put_prepared(&mut self, prepared: PreparedBatch) -> Result<(), ConnectError> {
-            let values: Vec<String> = prepared.take().expect("this sink's own batch");
-            self.calls.lock().unwrap().push(("prepared", values));
-            if self.refuse_prepared {
-                return Err(ConnectError::data("a statement a record breaks"));
-            }
-            Ok(())
-        }
-    }
-
-    fn outputs(values: &[&str]) -> Vec<(usize, Record)> {
-        values
-            .iter()
-            .enumerate()
-            .map(|(i, v)| {
-                let record = Record {
-                    topic: "t".into(),
-                    offset: i as i64,
-                    value: Some(v.as_bytes().to_vec()),
-                    ..Default::default()
-                };
-                (i, record)
-            })
-            .collect()
-    }
-
-    /// Puts `values` as a batch, prepared ahead by the sink's preparer,
-    /// tolerating bad records; returns the sink's calls and what was dead.
-    async fn put_batch(
-        values: &[&str],
-        refuse_prepared: bool,
-    ) -> (Vec<(&'static str, Vec<String>)>, BTreeSet<usize>) {
-        let calls = Calls::default();
-        let mut sink = Sink {
-            calls: calls.clone(),
-            refuse_prepared,
-        };
-        let errors = ErrorHandler::new(
-            ErrorPolicy {
-                tolerate_all: true,
-                ..Default::default()
-            },
-            "c".into(),
-            0,
-            crate::metrics::Metrics::new(),
-            None,
-            tokio_util::sync::CancellationToken::new(),
-        );
-        let outputs = outputs(values);
-        let inputs: Vec<Record> = outputs.iter().map(|(_, r)| r.clone()).collect();
-        let mut ready = prepare_ahead(&sink.preparer().unwrap(), &outputs).await;
-        let mut dead = BTreeSet::new();
-        put_isolating(
-            &mut sink, &errors, "sink", &inputs, &outputs, &mut ready, &mut dead, false,
-        )
-        .await
-        .unwrap();
-        assert!(ready.is_none(), "the prepared batch is used or dropped");
-        let calls = calls.lock().unwrap().clone();
-        (calls, dead)
-    }
-
-    fn strings(values: &[&str]) -> Vec<String> {
-        values.iter().map(|v| v.to_string()).collect()
-    }
-
-    #[tokio::test]
-    async fn a_batch_prepared_ahead_is_written_prepared_without_its_records() {
-        let (calls, dead) = put_batch(&["a", "b", "c"], false).await;
-        assert_eq!(calls, vec![("prepared", strings(&["a", "b", "c"]))]);
-        assert!(dead.is_empty());
-    }
-
-    /// The values the sink took in calls that succeeded.
-    fn written(calls: &[(&'static str, Vec<String>)]) -> Vec<String> {
-        let mut written: Vec<String> = calls
-            .iter()
-            .filter(|(_, values)| !values.iter().any(|v| v == "bad"))
-            .flat_map(|(_, values)| values.clone())
-            .collect();
-        written.sort();
-        written
-    }
-
-    #[tokio::test]
-    async fn a_batch_its_preparer_refuses_is_put_as_records_and_the_bad_one_isolated() {
-        let (calls, dead) = put_batch(&["a", "bad", "c", "d"], false).await;
-        assert!(calls.iter().all(|(how, _)| *how == "records"), "{calls:?}");
-        assert_eq!(calls[0].1, strings(&["a", "bad", "c", "d"]));
-        assert_eq!(written(&calls), strings(&["a", "c", "d"]));
-        assert_eq!(dead, BTreeSet::from([1]));
-    }
-
-    #[tokio::test]
-    async fn a_prepared_write_that_fails_is_redone_as_records() {
-        let (calls, dead) = put_batch(&["a", "b", "c"], true).await;
-        assert_eq!(calls[0], ("prepared", strings(&["a", "b", "c"])));
-        assert!(
-            calls[1..].iter().all(|(how, _)| *how == "records"),
-            "{calls:?}"
-        );
-        // The records themselves are fine: split until each is put alone.
-        let mut put: Vec<String> = calls[1..].iter().flat_map(|(_, v)| v.clone()).collect();
-        put.sort();
-        put.dedup();
-        assert_eq!(put, strings(&["a", "b", "c"]));
-        assert!(dead.is_empty(), "{dead:?}");
-    }
 }

@@ -39,6 +39,13 @@ if [[ ${#targets[@]} -eq 0 ]]; then
   exit 1
 fi
 
+# cargo fuzz builds without --locked and would quietly rewrite a stale
+# fuzz/Cargo.lock: refuse one instead, as the workspace's builds do.
+if ! cargo metadata --locked --format-version 1 --manifest-path fuzz/Cargo.toml > /dev/null; then
+  echo "fuzz: fuzz/Cargo.lock is out of date with the workspace; run: cargo update --workspace --manifest-path fuzz/Cargo.toml" >&2
+  exit 1
+fi
+
 start=$SECONDS
 nice "${fuzz[@]}" build "${flags[@]}"
 echo "fuzz: built ${#targets[@]} targets in $((SECONDS - start)) s" >&2

@@ -4,6 +4,10 @@
 //! same broker and database:
 //!
 //! - a raw `COPY` of the same rows into an empty table (the ceiling);
+//! - the database's own upsert, fed by `generate_series` in the server;
+//! - a bare client (no Kafka, no runtime) upserting the same orders in
+//!   batches, in the sink's form (`UNNEST` of bound arrays) and through a
+//!   staging table (`COPY`, then one upsert from it);
 //! - the simple row-at-a-time loop (`bench/baselines/pipeline1_python.py
 //!   --no-transform`:
 //!   confluent-kafka, one SQLAlchemy transaction per record, a commit per
@@ -195,6 +199,114 @@ async fn server_upsert(url: &str, n: usize) -> Run {
     }
 }
 
+/// The two forms a sink's upsert could take, as a bare client writes them.
+#[derive(Clone, Copy)]
+enum WriteForm {
+    /// One `INSERT ... SELECT FROM UNNEST(bound arrays) ON CONFLICT` a
+    /// batch: the JDBC sink's form.
+    Unnest,
+    /// `COPY` into a temporary table, then one `INSERT ... SELECT ... ON
+    /// CONFLICT` from it (the staging form issue 25 asks to consider).
+    Staged,
+}
+
+const UPSERT_SET: &str = "ON CONFLICT (order_id) DO UPDATE SET customer_id = EXCLUDED.customer_id, amount = EXCLUDED.amount, currency = EXCLUDED.currency, status = EXCLUDED.status, updated_at = EXCLUDED.updated_at";
+
+/// Appends `text` as a COPY text-format field.
+fn copy_field(out: &mut String, text: &str) {
+    for c in text.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            c => out.push(c),
+        }
+    }
+}
+
+/// A bare client's upsert of the orders (no Kafka, no runtime): each
+/// order's JSON parsed, and the batch written in `form`, in batches of
+/// `batch` records with a transaction each, over one connection. What a
+/// sink's write form costs the client and the server, the rest aside.
+async fn bare_client_upsert(url: &str, n: usize, batch: usize, form: WriteForm) -> Run {
+    pg_exec(
+        url,
+        "DROP TABLE IF EXISTS bare_orders; CREATE TABLE bare_orders (order_id BIGINT PRIMARY KEY, customer_id TEXT, amount DOUBLE PRECISION, currency TEXT, status TEXT, updated_at TEXT)",
+    )
+    .await;
+    let values: Vec<String> = (0..n).map(order_json).collect();
+    wait_for_quiet_database(url).await;
+    let mut c = sqlx::PgConnection::connect(url).await.unwrap();
+    sqlx::query("CREATE TEMP TABLE bare_stage (LIKE bare_orders) ON COMMIT DELETE ROWS")
+        .execute(&mut c)
+        .await
+        .unwrap();
+    let unnest = format!(
+        "INSERT INTO bare_orders SELECT * FROM UNNEST($1::int8[], $2::text[], $3::float8[], $4::text[], $5::text[], $6::text[]) {UPSERT_SET}"
+    );
+    let from_stage = format!("INSERT INTO bare_orders SELECT * FROM bare_stage {UPSERT_SET}");
+    let text = |v: &serde_json::Value, k: &str| v[k].as_str().unwrap().to_string();
+    let started = Instant::now();
+    let cpu_before = MachineCpu::now();
+    for chunk in values.chunks(batch) {
+        let mut tx = c.begin().await.unwrap();
+        match form {
+            WriteForm::Unnest => {
+                let mut columns = (vec![], vec![], vec![], vec![], vec![], vec![]);
+                for json in chunk {
+                    let v: serde_json::Value = serde_json::from_str(json).unwrap();
+                    columns.0.push(v["order_id"].as_i64().unwrap());
+                    columns.1.push(text(&v, "customer_id"));
+                    columns.2.push(v["amount"].as_f64().unwrap());
+                    columns.3.push(text(&v, "currency"));
+                    columns.4.push(text(&v, "status"));
+                    columns.5.push(text(&v, "updated_at"));
+                }
+                sqlx::query(&unnest)
+                    .bind(columns.0)
+                    .bind(columns.1)
+                    .bind(columns.2)
+                    .bind(columns.3)
+                    .bind(columns.4)
+                    .bind(columns.5)
+                    .execute(&mut *tx)
+                    .await
+                    .unwrap();
+            }
+            WriteForm::Staged => {
+                let mut rows = String::with_capacity(chunk.len() * 96);
+                for json in chunk {
+                    let v: serde_json::Value = serde_json::from_str(json).unwrap();
+                    rows.push_str(&v["order_id"].as_i64().unwrap().to_string());
+                    rows.push('\t');
+                    copy_field(&mut rows, v["customer_id"].as_str().unwrap());
+                    rows.push('\t');
+                    rows.push_str(&v["amount"].as_f64().unwrap().to_string());
+                    for k in ["currency", "status", "updated_at"] {
+                        rows.push('\t');
+                        copy_field(&mut rows, v[k].as_str().unwrap());
+                    }
+                    rows.push('\n');
+                }
+                let mut copy = tx.copy_in_raw("COPY bare_stage FROM STDIN").await.unwrap();
+                copy.send(rows.as_bytes()).await.unwrap();
+                copy.finish().await.unwrap();
+                sqlx::query(&from_stage).execute(&mut *tx).await.unwrap();
+            }
+        }
+        tx.commit().await.unwrap();
+    }
+    let run = Run {
+        records: n as u64,
+        seconds: started.elapsed().as_secs_f64(),
+        cpu: cpu_before.since(&MachineCpu::now()),
+    };
+    let stored = table_rows(url, "bare_orders").await;
+    assert_eq!(stored, n as i64, "every order upserted");
+    run
+}
+
 /// COPY of the same rows as CSV into an empty table: the ceiling.
 async fn copy_run(url: &str, n: usize) -> f64 {
     pg_exec(
@@ -288,6 +400,18 @@ fn main() {
         eprintln!("server-side upsert...");
         let server_run = server_upsert(&url, n).await;
         let server = server_run.rate();
+        let batch = env_usize("SLUICE_BENCH_BATCH_RECORDS", 5000);
+        eprintln!("a bare client's upserts...");
+        let bare = [
+            (
+                "a bare client (no Kafka, no runtime): `INSERT ... SELECT FROM UNNEST(bound arrays) ON CONFLICT` a batch, the sink's form",
+                bare_client_upsert(&url, n, batch, WriteForm::Unnest).await,
+            ),
+            (
+                "a bare client: COPY into a temporary table, then `INSERT ... SELECT ... ON CONFLICT` a batch",
+                bare_client_upsert(&url, n, batch, WriteForm::Staged).await,
+            ),
+        ];
         eprintln!("Python row-at-a-time loop over {py_n} records...");
         let py = python_run(&bootstrap, &url, py_n);
 
@@ -308,6 +432,10 @@ fn main() {
         for (what, run) in described.iter().zip(&runs) {
             let rate = run.rate();
             println!("| {what} | {rate:.0} | {:.2} | {:.2} | {} |", rate / copy, rate / server, vs_py(rate));
+        }
+        for (what, run) in &bare {
+            let rate = run.rate();
+            println!("| {what}, batches of {batch} | {rate:.0} | {:.2} | {:.2} | {} |", rate / copy, rate / server, vs_py(rate));
         }
         match py {
             Some(p) => println!("| Python loop (confluent-kafka + SQLAlchemy, 1 tx per record), {py_n} records | {p:.0} | {:.3} | {:.3} | 1.0x |", p / copy, p / server),
@@ -338,6 +466,9 @@ fn main() {
         };
         split("the database alone (server-side upsert)", &server_run);
         for (what, run) in described.iter().zip(&runs) {
+            split(what, run);
+        }
+        for (what, run) in &bare {
             split(what, run);
         }
     });

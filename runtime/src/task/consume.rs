@@ -364,7 +364,8 @@ pub(crate) struct ReadBackwards {
     pub partition: i32,
     pub offset: i64,
     pub after: i64,
-    /// Each partition's range as far as it was read in order.
+    /// Each partition's first offset in the batch (where it is read again
+    /// from) and the offset past its highest.
     pub ranges: OffsetRanges,
 }
 

@@ -296,8 +296,9 @@ pub trait SinkTask: Send {
 
     /// Stores each partition's `next` offset and commits everything put
     /// since `begin`, atomically; or, if a stored offset is past the
-    /// partition's `first` (another task wrote there meanwhile), commits
-    /// nothing and returns [`ConnectError::fenced`]. The check and the
+    /// partition's `first` (another task wrote there meanwhile) or `next`
+    /// would move it back, commits nothing and returns
+    /// [`ConnectError::fenced`]. The check and the
     /// store are one compare-and-set in the same transaction, so of two
     /// tasks that both believe they own a partition only one commits.
     async fn commit(&mut self, offsets: &[CommitOffset]) -> Result<(), ConnectError> {

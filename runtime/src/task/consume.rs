@@ -359,20 +359,20 @@ pub(crate) type OffsetRanges = BTreeMap<(String, i32), (i64, i64)>;
 /// A partition whose records a batch read backwards: `offset` came after
 /// `after`.
 #[derive(Debug, PartialEq)]
-pub(crate) struct ReadBackwards {
-    pub topic: String,
-    pub partition: i32,
-    pub offset: i64,
-    pub after: i64,
+struct ReadBackwards {
+    topic: String,
+    partition: i32,
+    offset: i64,
+    after: i64,
     /// Each partition's first offset in the batch (where it is read again
     /// from) and the offset past its highest.
-    pub ranges: OffsetRanges,
+    ranges: OffsetRanges,
 }
 
 impl ReadBackwards {
     /// Says which partition went backwards: the batch is dropped and read
     /// again, so this is no loss, but a seek raced the read.
-    pub(crate) fn report(&self, env: &TaskEnv) {
+    fn report(&self, env: &TaskEnv) {
         tracing::error!(
             connector = %env.connector,
             task = env.task_id,
@@ -385,12 +385,32 @@ impl ReadBackwards {
     }
 }
 
+/// [`offset_ranges`] of a batch read. A batch that read a partition
+/// backwards is reported and must not be written (its range would skip or
+/// repeat records; committed exactly once, it would move a stored offset
+/// back): the error is its ranges, whose first offsets it is read again
+/// from.
+pub(crate) fn batch_ranges(
+    env: &TaskEnv,
+    batch: &[Consumed],
+) -> Result<OffsetRanges, OffsetRanges> {
+    offset_ranges(
+        batch
+            .iter()
+            .map(|r| (r.topic.as_str(), r.partition, r.offset)),
+    )
+    .map_err(|backwards| {
+        backwards.report(env);
+        backwards.ranges
+    })
+}
+
 /// Per partition of a batch's `(topic, partition, offset)`s: its first
 /// offset, and the next one to read, committed once every record was
 /// written or dead-lettered. Records of a partition must come in rising
 /// offsets (the consumer's order): one that does not means a seek raced
 /// the read, and the batch's records of that partition are no range.
-pub(crate) fn offset_ranges<'a>(
+fn offset_ranges<'a>(
     records: impl Iterator<Item = (&'a str, i32, i64)>,
 ) -> Result<OffsetRanges, ReadBackwards> {
     let mut ranges: BTreeMap<(&str, i32), (i64, i64)> = BTreeMap::new();

@@ -385,18 +385,10 @@ async fn prepare(
         return Ok(None);
     }
     let started = Instant::now();
-    let range = match offset_ranges(
-        batch
-            .iter()
-            .map(|r| (r.topic.as_str(), r.partition, r.offset)),
-    ) {
+    let range = match batch_ranges(env, &batch) {
         Ok(range) => range,
-        Err(backwards) => {
-            // Written, its range would skip or repeat records (committed
-            // exactly once, it would move the stored offset back): the
-            // batch is dropped and read again from where it began.
-            backwards.report(env);
-            read_again(consumer, &backwards.ranges).await?;
+        Err(read_backwards) => {
+            read_again(consumer, &read_backwards).await?;
             return Ok(None);
         }
     };

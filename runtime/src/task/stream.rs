@@ -22,7 +22,7 @@ use sluice_sdk::{ConnectError, ErrorKind, Record};
 
 use super::TaskEnv;
 use super::consume::{
-    ReleaseOnDrop, TaskConsumer, close_consumer, commit, commit_before_writing, offset_ranges,
+    ReleaseOnDrop, TaskConsumer, batch_ranges, close_consumer, commit, commit_before_writing,
     pause_consumer, position_assigned, read_batch, release_revocations, subscribe, task_consumer,
 };
 use super::produce::produce_batch;
@@ -93,17 +93,10 @@ async fn prepare(
         return Ok(None);
     }
     let started = Instant::now();
-    let ranges = match offset_ranges(
-        batch
-            .iter()
-            .map(|r| (r.topic.as_str(), r.partition, r.offset)),
-    ) {
+    let ranges = match batch_ranges(env, &batch) {
         Ok(ranges) => ranges,
-        Err(backwards) => {
-            // Committed, its next offsets would repeat or skip records.
-            backwards.report(env);
-            let first = backwards
-                .ranges
+        Err(read_backwards) => {
+            let first = read_backwards
                 .into_iter()
                 .map(|(tp, (first, _))| (tp, first))
                 .collect();

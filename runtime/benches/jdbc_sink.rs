@@ -175,20 +175,30 @@ async fn consume_only(clients: &KafkaClients, n: usize) -> f64 {
     n as f64 / started.unwrap().elapsed().as_secs_f64()
 }
 
+/// The orders' table, as the sink's auto.create makes it.
+const ORDERS_COLUMNS: &str = "(order_id BIGINT PRIMARY KEY, customer_id TEXT, amount DOUBLE PRECISION, currency TEXT, status TEXT, updated_at TEXT)";
+
+/// The upsert of an order: every column but the key replaced.
+const UPSERT_SET: &str = "ON CONFLICT (order_id) DO UPDATE SET customer_id = EXCLUDED.customer_id, amount = EXCLUDED.amount, currency = EXCLUDED.currency, status = EXCLUDED.status, updated_at = EXCLUDED.updated_at";
+
+/// `table` made afresh with the orders' columns.
+async fn fresh_orders_table(url: &str, table: &str) {
+    pg_exec(
+        url,
+        &format!("DROP TABLE IF EXISTS {table}; CREATE TABLE {table} {ORDERS_COLUMNS}"),
+    )
+    .await;
+}
+
 /// The database's own upsert rate: the same statement shape fed by
 /// `generate_series` inside the server (no client, no parsing).
 async fn server_upsert(url: &str, n: usize) -> Run {
-    pg_exec(
-        url,
-        "DROP TABLE IF EXISTS ceiling_orders; CREATE TABLE ceiling_orders (order_id BIGINT PRIMARY KEY, customer_id TEXT, amount DOUBLE PRECISION, currency TEXT, status TEXT, updated_at TEXT)",
-    )
-    .await;
+    fresh_orders_table(url, "ceiling_orders").await;
     wait_for_quiet_database(url).await;
     let started = Instant::now();
     let cpu_before = MachineCpu::now();
     pg_exec(url, &format!(
-        "INSERT INTO ceiling_orders SELECT g, 'cust-' || (g % 1000), 10 + (g % 500), 'EUR', 'shipped', '2026-01-01T00:00:00.000Z' FROM generate_series(0, {}) g \
-         ON CONFLICT (order_id) DO UPDATE SET customer_id = EXCLUDED.customer_id, amount = EXCLUDED.amount, currency = EXCLUDED.currency, status = EXCLUDED.status, updated_at = EXCLUDED.updated_at",
+        "INSERT INTO ceiling_orders SELECT g, 'cust-' || (g % 1000), 10 + (g % 500), 'EUR', 'shipped', '2026-01-01T00:00:00.000Z' FROM generate_series(0, {}) g {UPSERT_SET}",
         n - 1
     ))
     .await;
@@ -210,8 +220,6 @@ enum WriteForm {
     Staged,
 }
 
-const UPSERT_SET: &str = "ON CONFLICT (order_id) DO UPDATE SET customer_id = EXCLUDED.customer_id, amount = EXCLUDED.amount, currency = EXCLUDED.currency, status = EXCLUDED.status, updated_at = EXCLUDED.updated_at";
-
 /// Appends `text` as a COPY text-format field.
 fn copy_field(out: &mut String, text: &str) {
     for c in text.chars() {
@@ -230,11 +238,7 @@ fn copy_field(out: &mut String, text: &str) {
 /// `batch` records with a transaction each, over one connection. What a
 /// sink's write form costs the client and the server, the rest aside.
 async fn bare_client_upsert(url: &str, n: usize, batch: usize, form: WriteForm) -> Run {
-    pg_exec(
-        url,
-        "DROP TABLE IF EXISTS bare_orders; CREATE TABLE bare_orders (order_id BIGINT PRIMARY KEY, customer_id TEXT, amount DOUBLE PRECISION, currency TEXT, status TEXT, updated_at TEXT)",
-    )
-    .await;
+    fresh_orders_table(url, "bare_orders").await;
     let values: Vec<String> = (0..n).map(order_json).collect();
     wait_for_quiet_database(url).await;
     let mut c = sqlx::PgConnection::connect(url).await.unwrap();
@@ -309,11 +313,7 @@ async fn bare_client_upsert(url: &str, n: usize, batch: usize, form: WriteForm) 
 
 /// COPY of the same rows as CSV into an empty table: the ceiling.
 async fn copy_run(url: &str, n: usize) -> f64 {
-    pg_exec(
-        url,
-        "DROP TABLE IF EXISTS copy_orders; CREATE TABLE copy_orders (order_id BIGINT PRIMARY KEY, customer_id TEXT, amount DOUBLE PRECISION, currency TEXT, status TEXT, updated_at TEXT)",
-    )
-    .await;
+    fresh_orders_table(url, "copy_orders").await;
     let mut csv = String::with_capacity(n * 80);
     for i in 0..n {
         let v: serde_json::Value = serde_json::from_str(&order_json(i)).unwrap();

@@ -180,17 +180,9 @@ async fn an_exactly_once_source_writes_each_sequence_number_once_across_sigkills
         |_| {},
     )
     .await;
-    let order_ids = |messages: &[rdkafka::message::OwnedMessage]| {
-        let mut ids: BTreeMap<u64, u32> = BTreeMap::new();
-        for m in messages {
-            let v: Value = serde_json::from_slice(m.payload().unwrap()).unwrap();
-            *ids.entry(v["order_id"].as_u64().unwrap()).or_default() += 1;
-        }
-        ids
-    };
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
-        let ids = order_ids(&read_committed(&bootstrap, &topic));
+        let ids = order_id_counts(&read_committed(&bootstrap, &topic));
         if ids.len() as u64 >= COUNT {
             break;
         }
@@ -218,19 +210,163 @@ async fn an_exactly_once_source_writes_each_sequence_number_once_across_sigkills
         errors.is_empty(),
         "the last, unkilled run logged errors: {errors:#?}"
     );
-    let messages = read_committed(&bootstrap, &topic);
-    let ids = order_ids(&messages);
+    assert_each_order_once(
+        &read_committed(&bootstrap, &topic),
+        COUNT,
+        &format!("exactly-once source under bounce (seed {})", schedule.seed),
+    );
+}
+
+/// How many times each datagen `order_id` was written.
+fn order_id_counts(messages: &[rdkafka::message::OwnedMessage]) -> BTreeMap<u64, u32> {
+    let mut ids: BTreeMap<u64, u32> = BTreeMap::new();
+    for m in messages {
+        let v: Value = serde_json::from_slice(m.payload().unwrap()).unwrap();
+        *ids.entry(v["order_id"].as_u64().unwrap()).or_default() += 1;
+    }
+    ids
+}
+
+/// Every datagen order id from 1 to `count` once, and nothing else.
+fn assert_each_order_once(messages: &[rdkafka::message::OwnedMessage], count: u64, context: &str) {
+    let ids = order_id_counts(messages);
     let duplicated: Vec<_> = ids.iter().filter(|(_, n)| **n > 1).take(10).collect();
-    let missing: Vec<u64> = (1..=COUNT)
+    let missing: Vec<u64> = (1..=count)
         .filter(|id| !ids.contains_key(id))
         .take(10)
         .collect();
     assert!(
-        duplicated.is_empty() && missing.is_empty() && messages.len() as u64 == COUNT,
-        "exactly-once source under bounce (seed {}): {} records, {} distinct; \
+        duplicated.is_empty() && missing.is_empty() && messages.len() as u64 == count,
+        "{context}: {} records, {} distinct; \
          duplicated (order_id, times): {duplicated:?}; missing: {missing:?}",
-        schedule.seed,
         messages.len(),
         ids.len()
+    );
+}
+
+/// Waits until `read` is at least `at_least`, or fails with `sluice`'s log.
+async fn wait_for(sluice: &SluiceProcess, what: &str, at_least: i64, read: impl Fn() -> i64) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let now = read();
+        if now >= at_least {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what}: {now} of {at_least} in 2 minutes:\n{}",
+            sluice.log_text()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Another producer's transaction left open in the offsets topic (another
+/// connector's task, killed mid-commit) holds a read_committed reader at its
+/// first record. A task that restarts meanwhile must not take the offsets
+/// before that record for all there is: what it committed after the open
+/// transaction began would be written again.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_exactly_once_source_resumes_past_another_producers_open_transaction() {
+    use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
+    const COUNT: u64 = 6_000;
+    let bootstrap = broker().bootstrap.clone();
+    let topic = unique("open-txn-datagen");
+    create_topic(&bootstrap, &topic, 3).await;
+    let dir = tempfile::tempdir().unwrap();
+    let worker = write_worker(dir.path(), &bootstrap, "worker", json!({}));
+    let offsets_topic = serde_json::from_slice::<Value>(&std::fs::read(&worker).unwrap()).unwrap()
+        ["offset.storage.topic"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let connector = write_connector(
+        dir.path(),
+        &unique("open-txn-source"),
+        json!({
+            "connector.class": "datagen",
+            "tasks.max": "1",
+            "topic": topic,
+            "count": COUNT.to_string(),
+            "rate": "1000",
+            "batch.size": "50",
+            "delivery.guarantee": "exactly-once",
+        }),
+    );
+    let args = [worker.as_path(), connector.as_path()];
+    let mut sluice = SluiceProcess::start(dir.path(), &args);
+    wait_for(&sluice, "records before the open transaction", 300, || {
+        high_watermarks(&bootstrap, &topic)
+    })
+    .await;
+
+    // The other producer opens a transaction on every partition of the
+    // offsets topic (which the worker created) and neither commits nor
+    // aborts it yet.
+    let other: FutureProducer = super::client_config(&bootstrap)
+        .set("transactional.id", unique("other-connector-task"))
+        .create()
+        .unwrap();
+    other.init_transactions(Duration::from_secs(30)).unwrap();
+    other.begin_transaction().unwrap();
+    let partitions = {
+        use rdkafka::consumer::{BaseConsumer, Consumer};
+        let probe: BaseConsumer = super::client_config(&bootstrap).create().unwrap();
+        let metadata = probe
+            .fetch_metadata(Some(&offsets_topic), Duration::from_secs(10))
+            .unwrap();
+        metadata.topics()[0].partitions().len() as i32
+    };
+    assert!(partitions > 0, "the worker created {offsets_topic}");
+    for partition in 0..partitions {
+        other
+            .send(
+                FutureRecord::to(&offsets_topic)
+                    .partition(partition)
+                    .key(r#"["another-connector",{"p":0}]"#)
+                    .payload(r#"{"position":1}"#),
+                Duration::from_secs(10),
+            )
+            .await
+            .unwrap();
+    }
+
+    // The source goes on committing offsets after the open transaction's
+    // records, then dies.
+    let before_kill = high_watermarks(&bootstrap, &topic) + 500;
+    wait_for(
+        &sluice,
+        "records after the open transaction",
+        before_kill,
+        || high_watermarks(&bootstrap, &topic),
+    )
+    .await;
+    sluice.child.kill().unwrap();
+    sluice.child.wait().unwrap();
+    let written = order_id_counts(&read_committed(&bootstrap, &topic)).len() as u64;
+    assert!(
+        written < COUNT,
+        "the source finished before it was killed ({written} of {COUNT}): nothing is left to prove"
+    );
+
+    // It restarts while the transaction is still open; the transaction
+    // ends a few seconds later, as a dead producer's does at its timeout.
+    let sluice = SluiceProcess::start(dir.path(), &args);
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    tokio::task::block_in_place(|| other.abort_transaction(Duration::from_secs(30))).unwrap();
+    let count = COUNT as i64;
+    wait_for(&sluice, "distinct order ids in the end", count, || {
+        order_id_counts(&read_committed(&bootstrap, &topic)).len() as i64
+    })
+    .await;
+    // A duplicate committed late would show now.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_each_order_once(
+        &read_committed(&bootstrap, &topic),
+        COUNT,
+        &format!(
+            "exactly-once source restarted behind an open transaction:\n{}",
+            sluice.log_text()
+        ),
     );
 }

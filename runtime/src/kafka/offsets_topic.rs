@@ -69,8 +69,9 @@ impl OffsetsTopic {
         if unread.is_empty() {
             return Ok(offsets);
         }
-        consumer.assign(&tpl)?;
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        self.wait_for_open_transactions(clients, &consumer, &unread, deadline)?;
+        consumer.assign(&tpl)?;
         while !unread.is_empty() {
             if std::time::Instant::now() > deadline {
                 anyhow::bail!(
@@ -114,6 +115,65 @@ impl OffsetsTopic {
             }
         }
         Ok(offsets)
+    }
+
+    /// Waits until every transaction open in `partitions` when the read
+    /// began has ended. A read_committed reader stops at the first record
+    /// of an open transaction (the last stable offset), so without the wait
+    /// offsets committed after another producer's transaction began (another
+    /// task's, or a dead one's until its `transaction.timeout.ms`) would be
+    /// missed, and the records they cover written again.
+    fn wait_for_open_transactions<C: rdkafka::consumer::ConsumerContext>(
+        &self,
+        clients: &KafkaClients,
+        committed: &rdkafka::consumer::BaseConsumer<C>,
+        partitions: &std::collections::BTreeSet<i32>,
+        deadline: std::time::Instant,
+    ) -> anyhow::Result<()> {
+        use rdkafka::consumer::{BaseConsumer, Consumer};
+        let timeout = std::time::Duration::from_secs(30);
+        // The end of the log, open transactions included: a read_committed
+        // client's ListOffsets answers the last stable offset instead.
+        let uncommitted: BaseConsumer = clients
+            .group_consumer_config(
+                "sluice-log-reader",
+                &[("isolation.level", "read_uncommitted")],
+            )
+            .create()?;
+        let mut ends = std::collections::BTreeMap::new();
+        for &p in partitions {
+            ends.insert(p, uncommitted.fetch_watermarks(&self.name, p, timeout)?.1);
+        }
+        let started = std::time::Instant::now();
+        let mut warned = false;
+        loop {
+            let mut held = Vec::new();
+            for (&p, &end) in &ends {
+                let stable = committed.fetch_watermarks(&self.name, p, timeout)?.1;
+                if stable < end {
+                    held.push((p, stable, end));
+                }
+            }
+            if held.is_empty() {
+                return Ok(());
+            }
+            if std::time::Instant::now() > deadline {
+                anyhow::bail!(
+                    "reading the offsets topic `{}`: transactions open in it did not end within 2 minutes \
+                     (partition, last stable offset, end: {held:?}); a dead producer's transaction ends at its transaction.timeout.ms",
+                    self.name
+                );
+            }
+            if !warned && started.elapsed() > std::time::Duration::from_secs(5) {
+                warned = true;
+                tracing::warn!(
+                    topic = %self.name,
+                    held = ?held,
+                    "waiting for transactions open in the offsets topic to end before reading it (partition, last stable offset, end)"
+                );
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
     }
 
     /// Writes `changes` outside any transaction (the offsets API, for a

@@ -30,9 +30,34 @@ pub fn uses_offsets_topic(guarantee: DeliveryGuarantee, store: &OffsetStore) -> 
     guarantee == DeliveryGuarantee::ExactlyOnce || !store.is_persistent()
 }
 
+/// What a source task starts from.
+pub struct SourceStart {
+    /// The offsets to resume from.
+    pub offsets: SourceOffsets,
+    /// Exactly once, the task's transactional producer.
+    producer: Option<TransactionalProducer>,
+}
+
+/// Prepares a source task's start. Exactly once, its transactional producer
+/// starts before the offsets are read: that fences the task's predecessor
+/// and ends the transaction it left (completing a commit it had begun), so
+/// the offsets read next hold everything it committed and nothing it did
+/// not. Read first, a transaction whose commit was under way would be
+/// missed, and its records written again.
+pub async fn start(env: &TaskEnv, store: &OffsetStore) -> Result<SourceStart, ConnectError> {
+    let producer = if env.common.delivery_guarantee == DeliveryGuarantee::ExactlyOnce {
+        Some(env.transactional_producer().await?)
+    } else {
+        None
+    };
+    let from_topic = uses_offsets_topic(env.common.delivery_guarantee, store);
+    let offsets = start_offsets(&env.clients, store, &env.connector, from_topic).await?;
+    Ok(SourceStart { offsets, producer })
+}
+
 /// Where a starting source task resumes: the offsets topic (committed
 /// records only) when the connector uses it, else the offsets file.
-pub async fn start_offsets(
+async fn start_offsets(
     clients: &KafkaClients,
     store: &OffsetStore,
     connector: &str,
@@ -58,16 +83,12 @@ pub async fn start_offsets(
 pub async fn run(
     mut env: TaskEnv,
     mut task: Box<dyn SourceTask>,
+    start: SourceStart,
     offsets: Arc<OffsetStore>,
     errors: ErrorHandler,
 ) -> Result<(), ConnectError> {
-    let result = if env.common.delivery_guarantee == DeliveryGuarantee::ExactlyOnce {
-        match env.transactional_producer().await {
-            Ok(mut txn) => {
-                run_exactly_once(&mut env, task.as_mut(), &mut txn, &offsets, &errors).await
-            }
-            Err(e) => Err(e),
-        }
+    let result = if let Some(mut txn) = start.producer {
+        run_exactly_once(&mut env, task.as_mut(), &mut txn, &offsets, &errors).await
     } else {
         let producer = env.producer()?;
         let to_topic = uses_offsets_topic(env.common.delivery_guarantee, &offsets);

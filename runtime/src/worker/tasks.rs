@@ -194,13 +194,9 @@ async fn run_task(
     tracing::info!("task running");
     match plugin {
         Plugin::Source(p) => {
-            let from_topic =
-                task::source::uses_offsets_topic(env.common.delivery_guarantee, &offsets);
-            let start =
-                task::source::start_offsets(&env.clients, &offsets, &env.connector, from_topic)
-                    .await?;
-            let source = p.create_task(&task_config, context, start)?;
-            task::source::run(env, source, offsets, errors).await
+            let start = task::source::start(&env, &offsets).await?;
+            let source = p.create_task(&task_config, context, start.offsets.clone())?;
+            task::source::run(env, source, start, offsets, errors).await
         }
         Plugin::Stream => {
             let config = StreamConfig::parse(&task_config, &env.common.topics)

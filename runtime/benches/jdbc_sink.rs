@@ -7,7 +7,8 @@
 //! - the database's own upsert, fed by `generate_series` in the server;
 //! - a bare client (no Kafka, no runtime) upserting the same orders in
 //!   batches, in the sink's form (`UNNEST` of bound arrays) and through a
-//!   staging table (`COPY`, then one upsert from it);
+//!   staging table (`COPY`, then one upsert from it), and in the sink's
+//!   form through tokio-postgres, with and without pipelining;
 //! - the simple row-at-a-time loop (`bench/baselines/pipeline1_python.py
 //!   --no-transform`:
 //!   confluent-kafka, one SQLAlchemy transaction per record, a commit per
@@ -250,30 +251,20 @@ async fn bare_client_upsert(url: &str, n: usize, batch: usize, form: WriteForm) 
         "INSERT INTO bare_orders SELECT * FROM UNNEST($1::int8[], $2::text[], $3::float8[], $4::text[], $5::text[], $6::text[]) {UPSERT_SET}"
     );
     let from_stage = format!("INSERT INTO bare_orders SELECT * FROM bare_stage {UPSERT_SET}");
-    let text = |v: &serde_json::Value, k: &str| v[k].as_str().unwrap().to_string();
     let started = Instant::now();
     let cpu_before = MachineCpu::now();
     for chunk in values.chunks(batch) {
         let mut tx = c.begin().await.unwrap();
         match form {
             WriteForm::Unnest => {
-                let mut columns = (vec![], vec![], vec![], vec![], vec![], vec![]);
-                for json in chunk {
-                    let v: serde_json::Value = serde_json::from_str(json).unwrap();
-                    columns.0.push(v["order_id"].as_i64().unwrap());
-                    columns.1.push(text(&v, "customer_id"));
-                    columns.2.push(v["amount"].as_f64().unwrap());
-                    columns.3.push(text(&v, "currency"));
-                    columns.4.push(text(&v, "status"));
-                    columns.5.push(text(&v, "updated_at"));
-                }
+                let columns = OrderColumns::parse(chunk);
                 sqlx::query(&unnest)
-                    .bind(columns.0)
-                    .bind(columns.1)
-                    .bind(columns.2)
-                    .bind(columns.3)
-                    .bind(columns.4)
-                    .bind(columns.5)
+                    .bind(columns.order_id)
+                    .bind(columns.customer_id)
+                    .bind(columns.amount)
+                    .bind(columns.currency)
+                    .bind(columns.status)
+                    .bind(columns.updated_at)
                     .execute(&mut *tx)
                     .await
                     .unwrap();
@@ -306,6 +297,170 @@ async fn bare_client_upsert(url: &str, n: usize, batch: usize, form: WriteForm) 
         seconds: started.elapsed().as_secs_f64(),
         cpu: cpu_before.since(&MachineCpu::now()),
     };
+    let stored = table_rows(url, "bare_orders").await;
+    assert_eq!(stored, n as i64, "every order upserted");
+    run
+}
+
+/// The orders' columns as arrays, one per column, for `UNNEST`.
+#[derive(Default)]
+struct OrderColumns {
+    order_id: Vec<i64>,
+    customer_id: Vec<String>,
+    amount: Vec<f64>,
+    currency: Vec<String>,
+    status: Vec<String>,
+    updated_at: Vec<String>,
+}
+
+impl OrderColumns {
+    fn parse(chunk: &[String]) -> Self {
+        let mut c = OrderColumns::default();
+        let text = |v: &serde_json::Value, k: &str| v[k].as_str().unwrap().to_string();
+        for json in chunk {
+            let v: serde_json::Value = serde_json::from_str(json).unwrap();
+            c.order_id.push(v["order_id"].as_i64().unwrap());
+            c.customer_id.push(text(&v, "customer_id"));
+            c.amount.push(v["amount"].as_f64().unwrap());
+            c.currency.push(text(&v, "currency"));
+            c.status.push(text(&v, "status"));
+            c.updated_at.push(text(&v, "updated_at"));
+        }
+        c
+    }
+}
+
+/// A connection of the tokio-postgres bare client, its statements
+/// prepared.
+struct PipelineConnection {
+    client: tokio_postgres::Client,
+    connection: tokio::task::JoinHandle<Result<(), tokio_postgres::Error>>,
+    begin: tokio_postgres::Statement,
+    upsert: tokio_postgres::Statement,
+    commit: tokio_postgres::Statement,
+}
+
+impl PipelineConnection {
+    async fn open(url: &str) -> Self {
+        let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        let connection = tokio::spawn(connection);
+        let upsert = client
+            .prepare(&format!(
+                "INSERT INTO bare_orders SELECT * FROM UNNEST($1::int8[], $2::text[], $3::float8[], $4::text[], $5::text[], $6::text[]) {UPSERT_SET}"
+            ))
+            .await
+            .unwrap();
+        let begin = client.prepare("BEGIN").await.unwrap();
+        let commit = client.prepare("COMMIT").await.unwrap();
+        PipelineConnection {
+            client,
+            connection,
+            begin,
+            upsert,
+            commit,
+        }
+    }
+
+    /// Writes `columns` in a transaction. `pipelined`: BEGIN, the upsert
+    /// and COMMIT are sent at the first poll, together and in order.
+    async fn write(
+        &self,
+        columns: OrderColumns,
+        pipelined: bool,
+    ) -> Result<(), tokio_postgres::Error> {
+        let c = &columns;
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 6] = [
+            &c.order_id,
+            &c.customer_id,
+            &c.amount,
+            &c.currency,
+            &c.status,
+            &c.updated_at,
+        ];
+        if pipelined {
+            tokio::try_join!(
+                self.client.execute(&self.begin, &[]),
+                self.client.execute(&self.upsert, &params),
+                self.client.execute(&self.commit, &[])
+            )
+            .map(|_| ())
+        } else {
+            self.client.execute(&self.begin, &[]).await?;
+            self.client.execute(&self.upsert, &params).await?;
+            self.client.execute(&self.commit, &[]).await.map(|_| ())
+        }
+    }
+}
+
+/// A bare client's `UNNEST` upserts through tokio-postgres, which can send
+/// a statement before the previous one's reply is read, over `connections`
+/// connections (a batch split among them by `order_id`, so a key always
+/// goes the same way, a transaction each). `pipelined`: the next batch is
+/// parsed and sent while this one runs (two batches in flight on each
+/// connection, in order), so no backend waits for the client. Otherwise
+/// each statement waits for the last one's reply, as the sink's sqlx
+/// connection does: the library apart from the pipelining.
+async fn bare_client_tokio_postgres(
+    url: &str,
+    n: usize,
+    batch: usize,
+    connections: usize,
+    pipelined: bool,
+) -> Run {
+    use std::future::Future;
+    use std::pin::Pin;
+    type Write<'a> = Pin<Box<dyn Future<Output = Result<(), tokio_postgres::Error>> + 'a>>;
+    fresh_orders_table(url, "bare_orders").await;
+    let values: Vec<String> = (0..n).map(order_json).collect();
+    wait_for_quiet_database(url).await;
+    let mut pool = Vec::new();
+    for _ in 0..connections {
+        pool.push(PipelineConnection::open(url).await);
+    }
+    let started = Instant::now();
+    let cpu_before = MachineCpu::now();
+    let mut in_flight: Vec<Write> = Vec::new();
+    for chunk in values.chunks(batch) {
+        let mut parts: Vec<Vec<String>> = vec![Vec::new(); connections];
+        for json in chunk {
+            // The order id is the JSON's first field: `{"order_id":N,`.
+            let id: usize = json[12..json.find(',').unwrap()].parse().unwrap();
+            parts[id % connections].push(json.clone());
+        }
+        let mut sent: Vec<Write> = Vec::new();
+        for (connection, part) in pool.iter().zip(parts) {
+            let mut write: Write =
+                Box::pin(connection.write(OrderColumns::parse(&part), pipelined));
+            if pipelined {
+                // One poll sends the statements; the replies are read
+                // after the previous batch's.
+                let _ = futures::poll!(write.as_mut());
+            }
+            sent.push(write);
+        }
+        if pipelined {
+            for previous in std::mem::replace(&mut in_flight, sent) {
+                previous.await.unwrap();
+            }
+        } else {
+            futures::future::try_join_all(sent).await.unwrap();
+        }
+    }
+    for last in in_flight.drain(..) {
+        last.await.unwrap();
+    }
+    let run = Run {
+        records: n as u64,
+        seconds: started.elapsed().as_secs_f64(),
+        cpu: cpu_before.since(&MachineCpu::now()),
+    };
+    drop(in_flight);
+    for c in pool {
+        drop(c.client);
+        let _ = c.connection.await;
+    }
     let stored = table_rows(url, "bare_orders").await;
     assert_eq!(stored, n as i64, "every order upserted");
     run
@@ -410,6 +565,18 @@ fn main() {
             (
                 "a bare client: COPY into a temporary table, then `INSERT ... SELECT ... ON CONFLICT` a batch",
                 bare_client_upsert(&url, n, batch, WriteForm::Staged).await,
+            ),
+            (
+                "a bare client, tokio-postgres: the sink's form, each statement after the last one's reply",
+                bare_client_tokio_postgres(&url, n, batch, 1, false).await,
+            ),
+            (
+                "a bare client, tokio-postgres, pipelined: the sink's form, the next batch parsed and sent while one runs",
+                bare_client_tokio_postgres(&url, n, batch, 1, true).await,
+            ),
+            (
+                "a bare client, tokio-postgres, pipelined over two connections (a batch split by order_id, a transaction on each)",
+                bare_client_tokio_postgres(&url, n, batch, 2, true).await,
             ),
         ];
         eprintln!("Python row-at-a-time loop over {py_n} records...");

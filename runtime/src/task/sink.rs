@@ -281,6 +281,11 @@ async fn seek_owned(
             }
         }
         if seek.count() > 0 {
+            // A timeout fails the call (and the task). An error on one
+            // partition only says it stopped being fetched (librdkafka
+            // answers `_STATE` or `_PREV_IN_PROGRESS` to a seek of a
+            // partition being unassigned): revoked since `assignment`, it
+            // is its new owner's to read from the stored offset.
             c.seek_partitions(seek, Duration::from_secs(30))?;
         }
         Ok::<_, rdkafka::error::KafkaError>(())

@@ -34,8 +34,8 @@ pub fn uses_offsets_topic(guarantee: DeliveryGuarantee, store: &OffsetStore) -> 
 pub struct SourceStart {
     /// The offsets to resume from.
     pub offsets: SourceOffsets,
-    /// Exactly once, the task's transactional producer.
-    producer: Option<TransactionalProducer>,
+    /// Exactly once, the task's transactional producer (for [`run`]).
+    pub producer: Option<TransactionalProducer>,
 }
 
 /// Prepares a source task's start. Exactly once, its transactional producer
@@ -83,11 +83,11 @@ async fn start_offsets(
 pub async fn run(
     mut env: TaskEnv,
     mut task: Box<dyn SourceTask>,
-    start: SourceStart,
+    transactional: Option<TransactionalProducer>,
     offsets: Arc<OffsetStore>,
     errors: ErrorHandler,
 ) -> Result<(), ConnectError> {
-    let result = if let Some(mut txn) = start.producer {
+    let result = if let Some(mut txn) = transactional {
         run_exactly_once(&mut env, task.as_mut(), &mut txn, &offsets, &errors).await
     } else {
         let producer = env.producer()?;

@@ -195,8 +195,8 @@ async fn run_task(
     match plugin {
         Plugin::Source(p) => {
             let start = task::source::start(&env, &offsets).await?;
-            let source = p.create_task(&task_config, context, start.offsets.clone())?;
-            task::source::run(env, source, start, offsets, errors).await
+            let source = p.create_task(&task_config, context, start.offsets)?;
+            task::source::run(env, source, start.producer, offsets, errors).await
         }
         Plugin::Stream => {
             let config = StreamConfig::parse(&task_config, &env.common.topics)

@@ -73,6 +73,15 @@ struct Run {
 }
 
 impl Run {
+    /// `records` written since `started`, with the CPU used since `cpu_before`.
+    fn since(records: u64, started: Instant, cpu_before: MachineCpu) -> Run {
+        Run {
+            records,
+            seconds: started.elapsed().as_secs_f64(),
+            cpu: cpu_before.since(&MachineCpu::now()),
+        }
+    }
+
     fn rate(&self) -> f64 {
         self.records as f64 / self.seconds
     }
@@ -134,11 +143,7 @@ async fn sluice_run(worker: &Worker, url: &str, strategy: &Strategy, n: usize) -
     }
     let (started, before, cpu_before) =
         first.expect("more than one batch: raise SLUICE_BENCH_RECORDS");
-    let run = Run {
-        records: n as u64 - before,
-        seconds: started.elapsed().as_secs_f64(),
-        cpu: cpu_before.since(&MachineCpu::now()),
-    };
+    let run = Run::since(n as u64 - before, started, cpu_before);
     worker.stop_connector(name).await;
     assert_eq!(
         table_rows(url, &table).await,
@@ -203,11 +208,7 @@ async fn server_upsert(url: &str, n: usize) -> Run {
         n - 1
     ))
     .await;
-    Run {
-        records: n as u64,
-        seconds: started.elapsed().as_secs_f64(),
-        cpu: cpu_before.since(&MachineCpu::now()),
-    }
+    Run::since(n as u64, started, cpu_before)
 }
 
 /// The two forms a sink's upsert could take, as a bare client writes them.
@@ -234,22 +235,42 @@ fn copy_field(out: &mut String, text: &str) {
     }
 }
 
+/// The sink's upsert form into the bare clients' table: one `INSERT ...
+/// SELECT FROM UNNEST` of a bound array per column.
+fn bare_unnest_upsert() -> String {
+    format!(
+        "INSERT INTO bare_orders SELECT * FROM UNNEST($1::int8[], $2::text[], $3::float8[], $4::text[], $5::text[], $6::text[]) {UPSERT_SET}"
+    )
+}
+
+/// The orders' JSON for a bare client, with its table empty and the
+/// database quiet.
+async fn bare_client_orders(url: &str, n: usize) -> Vec<String> {
+    fresh_orders_table(url, "bare_orders").await;
+    let values = (0..n).map(order_json).collect();
+    wait_for_quiet_database(url).await;
+    values
+}
+
+/// Checks a bare client wrote every order, and returns its run.
+async fn bare_client_checked(url: &str, run: Run) -> Run {
+    let stored = table_rows(url, "bare_orders").await;
+    assert_eq!(stored, run.records as i64, "every order upserted");
+    run
+}
+
 /// A bare client's upsert of the orders (no Kafka, no runtime): each
 /// order's JSON parsed, and the batch written in `form`, in batches of
 /// `batch` records with a transaction each, over one connection. What a
 /// sink's write form costs the client and the server, the rest aside.
 async fn bare_client_upsert(url: &str, n: usize, batch: usize, form: WriteForm) -> Run {
-    fresh_orders_table(url, "bare_orders").await;
-    let values: Vec<String> = (0..n).map(order_json).collect();
-    wait_for_quiet_database(url).await;
+    let values = bare_client_orders(url, n).await;
     let mut c = sqlx::PgConnection::connect(url).await.unwrap();
     sqlx::query("CREATE TEMP TABLE bare_stage (LIKE bare_orders) ON COMMIT DELETE ROWS")
         .execute(&mut c)
         .await
         .unwrap();
-    let unnest = format!(
-        "INSERT INTO bare_orders SELECT * FROM UNNEST($1::int8[], $2::text[], $3::float8[], $4::text[], $5::text[], $6::text[]) {UPSERT_SET}"
-    );
+    let unnest = bare_unnest_upsert();
     let from_stage = format!("INSERT INTO bare_orders SELECT * FROM bare_stage {UPSERT_SET}");
     let started = Instant::now();
     let cpu_before = MachineCpu::now();
@@ -292,14 +313,7 @@ async fn bare_client_upsert(url: &str, n: usize, batch: usize, form: WriteForm) 
         }
         tx.commit().await.unwrap();
     }
-    let run = Run {
-        records: n as u64,
-        seconds: started.elapsed().as_secs_f64(),
-        cpu: cpu_before.since(&MachineCpu::now()),
-    };
-    let stored = table_rows(url, "bare_orders").await;
-    assert_eq!(stored, n as i64, "every order upserted");
-    run
+    bare_client_checked(url, Run::since(n as u64, started, cpu_before)).await
 }
 
 /// The orders' columns as arrays, one per column, for `UNNEST`.
@@ -346,12 +360,7 @@ impl PipelineConnection {
             .await
             .unwrap();
         let connection = tokio::spawn(connection);
-        let upsert = client
-            .prepare(&format!(
-                "INSERT INTO bare_orders SELECT * FROM UNNEST($1::int8[], $2::text[], $3::float8[], $4::text[], $5::text[], $6::text[]) {UPSERT_SET}"
-            ))
-            .await
-            .unwrap();
+        let upsert = client.prepare(&bare_unnest_upsert()).await.unwrap();
         let begin = client.prepare("BEGIN").await.unwrap();
         let commit = client.prepare("COMMIT").await.unwrap();
         PipelineConnection {
@@ -412,9 +421,7 @@ async fn bare_client_tokio_postgres(
     use std::future::Future;
     use std::pin::Pin;
     type Write<'a> = Pin<Box<dyn Future<Output = Result<(), tokio_postgres::Error>> + 'a>>;
-    fresh_orders_table(url, "bare_orders").await;
-    let values: Vec<String> = (0..n).map(order_json).collect();
-    wait_for_quiet_database(url).await;
+    let values = bare_client_orders(url, n).await;
     let mut pool = Vec::new();
     for _ in 0..connections {
         pool.push(PipelineConnection::open(url).await);
@@ -451,19 +458,13 @@ async fn bare_client_tokio_postgres(
     for last in in_flight.drain(..) {
         last.await.unwrap();
     }
-    let run = Run {
-        records: n as u64,
-        seconds: started.elapsed().as_secs_f64(),
-        cpu: cpu_before.since(&MachineCpu::now()),
-    };
+    let run = Run::since(n as u64, started, cpu_before);
     drop(in_flight);
     for c in pool {
         drop(c.client);
         let _ = c.connection.await;
     }
-    let stored = table_rows(url, "bare_orders").await;
-    assert_eq!(stored, n as i64, "every order upserted");
-    run
+    bare_client_checked(url, run).await
 }
 
 /// COPY of the same rows as CSV into an empty table: the ceiling.

@@ -101,6 +101,7 @@ async fn conformance(db: &Db) {
     keys_equal_after_coercion(db).await;
     exact_decimals(db).await;
     fenced_commits(db).await;
+    fenced_commits_across_partitions(db).await;
     columns_from_schemas(db).await;
 }
 
@@ -885,6 +886,17 @@ async fn columns_from_schemas(db: &Db) {
     sink.stop().await;
 }
 
+/// The keys of a sink that inserts plain rows into `table` and keeps its
+/// exactly-once offsets in `offsets`.
+fn insert_only<'a>(table: &'a str, offsets: &'a str) -> [(&'static str, &'a str); 4] {
+    [
+        ("insert.mode", "insert"),
+        ("pk.mode", "none"),
+        ("table.name.format", table),
+        ("offsets.table.name", offsets),
+    ]
+}
+
 /// Two tasks of one connector that both believe they own a partition (a
 /// zombie and the new owner): the one that commits second is fenced, so
 /// no record is written twice and the stored offset never goes back.
@@ -895,12 +907,7 @@ async fn fenced_commits(db: &Db) {
     // transaction would hold the second back until it ends.
     db.rows(&format!("CREATE TABLE {} (n BIGINT)", db.q(&t)))
         .await;
-    let cfg = [
-        ("insert.mode", "insert"),
-        ("pk.mode", "none"),
-        ("table.name.format", t.as_str()),
-        ("offsets.table.name", offsets.as_str()),
-    ];
+    let cfg = insert_only(&t, &offsets);
     let batch = |from: i64, to: i64| -> Vec<Record> {
         (from..to)
             .map(|o| rec("f", o, None, Some(&format!(r#"{{"n": {o}}}"#))))
@@ -975,6 +982,116 @@ async fn fenced_commits(db: &Db) {
         .rows(&format!("SELECT {} FROM {}", db.text("COUNT(*)"), db.q(&t)))
         .await;
     assert_eq!(count, strings(&[&["15"]]), "rows after a backwards batch");
+    a.stop().await;
+    b.stop().await;
+}
+
+/// One commit spans many partitions (a batch of thousands of records
+/// spans dozens): every partition's offset is stored, those new to the
+/// connector and those moved on alike; and if one partition is fenced,
+/// none is stored and none of the batch's rows stays.
+async fn fenced_commits_across_partitions(db: &Db) {
+    let t = db.table("fenced_many");
+    let offsets = db.table("fenced_many_offsets");
+    db.rows(&format!("CREATE TABLE {} (n BIGINT)", db.q(&t)))
+        .await;
+    let cfg = insert_only(&t, &offsets);
+    // (partition, first, next) for each partition of a batch.
+    let batch = |ranges: &[(i32, i64, i64)]| -> Vec<Record> {
+        ranges
+            .iter()
+            .flat_map(|&(partition, first, next)| {
+                (first..next).map(move |o| Record {
+                    partition,
+                    ..rec("g", o, None, Some(&format!(r#"{{"n": {o}}}"#)))
+                })
+            })
+            .collect()
+    };
+    let commit = |ranges: &[(i32, i64, i64)]| -> Vec<CommitOffset> {
+        ranges
+            .iter()
+            .map(|&(partition, first, next)| CommitOffset {
+                topic: "g".into(),
+                partition,
+                first,
+                next,
+            })
+            .collect()
+    };
+    let partitions: Vec<(String, i32)> = (0..40).map(|p| ("g".to_string(), p)).collect();
+    let stored = |offsets: Vec<PartitionOffset>| -> Vec<(i32, i64)> {
+        let mut at: Vec<(i32, i64)> = offsets.iter().map(|o| (o.partition, o.offset)).collect();
+        at.sort();
+        at
+    };
+    let count = || async {
+        db.rows(&format!("SELECT {} FROM {}", db.text("COUNT(*)"), db.q(&t)))
+            .await
+    };
+    let mut a = db.task_numbered(&cfg, 0).await;
+    let mut b = db.task_numbered(&cfg, 1).await;
+
+    // 20 partitions, all new: each offset is inserted.
+    let first: Vec<_> = (0..20).map(|p| (p, 0, 3)).collect();
+    b.begin().await.unwrap();
+    b.put(batch(&first)).await.unwrap();
+    b.commit(&commit(&first)).await.unwrap();
+    // 40 partitions, half moved on and half new, in one commit.
+    let second: Vec<_> = (0..40)
+        .map(|p| if p < 20 { (p, 3, 5) } else { (p, 0, 2) })
+        .collect();
+    b.begin().await.unwrap();
+    b.put(batch(&second)).await.unwrap();
+    b.commit(&commit(&second)).await.unwrap();
+    let expected: Vec<(i32, i64)> = (0..40).map(|p| (p, if p < 20 { 5 } else { 2 })).collect();
+    assert_eq!(
+        stored(b.stored_offsets(&partitions).await.unwrap()),
+        expected
+    );
+    assert_eq!(count().await, strings(&[&["140"]]));
+
+    // A zombie's commit where all but one partition would move on: the
+    // one another task wrote past (partition 31, stored at 2) fences it
+    // all, and nothing of it is stored.
+    let zombie: Vec<_> = (0..40)
+        .map(|p| match p {
+            31 => (p, 0, 4),
+            p if p < 20 => (p, 5, 7),
+            p => (p, 2, 4),
+        })
+        .collect();
+    a.begin().await.unwrap();
+    a.put(batch(&zombie)).await.unwrap();
+    let fenced = a.commit(&commit(&zombie)).await;
+    a.rollback().await;
+    let err = fenced.expect_err("a commit with one fenced partition must be refused whole");
+    assert!(err.is_fenced(), "{}", err.full_message());
+    assert!(
+        err.full_message().contains("g-31"),
+        "{}",
+        err.full_message()
+    );
+    assert_eq!(
+        stored(a.stored_offsets(&partitions).await.unwrap()),
+        expected
+    );
+    assert_eq!(
+        count().await,
+        strings(&[&["140"]]),
+        "rows after the fenced commit"
+    );
+
+    // A partition new to the connector goes in beside one moved on.
+    let new_one = [(0, 5, 6), (40, 0, 1)];
+    a.begin().await.unwrap();
+    a.put(batch(&new_one)).await.unwrap();
+    a.commit(&commit(&new_one)).await.unwrap();
+    let all: Vec<(String, i32)> = (0..41).map(|p| ("g".to_string(), p)).collect();
+    let after = stored(a.stored_offsets(&all).await.unwrap());
+    assert_eq!(after.first(), Some(&(0, 6)));
+    assert_eq!(after.last(), Some(&(40, 1)));
+    assert_eq!(count().await, strings(&[&["142"]]));
     a.stop().await;
     b.stop().await;
 }

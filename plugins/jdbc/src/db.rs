@@ -557,6 +557,9 @@ impl Conn<'_> {
         connector: &str,
         offsets: &[CommitOffset],
     ) -> Result<Option<(String, i32)>, sqlx::Error> {
+        if let Conn::Postgres(c) = self {
+            return store_offsets_fenced_pg(c, table, connector, offsets).await;
+        }
         let dialect = self.dialect();
         let (advance, insert) = (dialect.advance_offset(table), dialect.insert_offset(table));
         for o in offsets {
@@ -690,6 +693,65 @@ impl Conn<'_> {
         }
         Ok(())
     }
+}
+
+/// [`Conn::store_offsets_fenced`] on PostgreSQL: two statements for the
+/// whole commit, not one or two per partition (a batch spans dozens of
+/// partitions, and each statement is a round trip while the transaction
+/// holds its locks).
+async fn store_offsets_fenced_pg(
+    c: &mut PgConnection,
+    table: &str,
+    connector: &str,
+    offsets: &[CommitOffset],
+) -> Result<Option<(String, i32)>, sqlx::Error> {
+    if offsets.is_empty() {
+        return Ok(None);
+    }
+    let topics: Vec<&str> = offsets.iter().map(|o| o.topic.as_str()).collect();
+    let partitions: Vec<i32> = offsets.iter().map(|o| o.partition).collect();
+    let firsts: Vec<i64> = offsets.iter().map(|o| o.first).collect();
+    let nexts: Vec<i64> = offsets.iter().map(|o| o.next).collect();
+    let moved: Vec<(String, i32)> = sqlx::query_as(&Dialect::Postgres.advance_offsets(table))
+        .bind(connector)
+        .bind(&topics)
+        .bind(&partitions)
+        .bind(&firsts)
+        .bind(&nexts)
+        .fetch_all(&mut *c)
+        .await?;
+    let unmoved = left_out(offsets, &moved);
+    if unmoved.is_empty() {
+        return Ok(None);
+    }
+    // No row, or one past `first` or ahead of `next`: the first offset of
+    // a partition new to the connector goes in, any other is fenced.
+    let inserted: Vec<(String, i32)> = sqlx::query_as(&Dialect::Postgres.insert_offsets(table))
+        .bind(connector)
+        .bind(unmoved.iter().map(|o| o.topic.as_str()).collect::<Vec<_>>())
+        .bind(unmoved.iter().map(|o| o.partition).collect::<Vec<_>>())
+        .bind(unmoved.iter().map(|o| o.next).collect::<Vec<_>>())
+        .fetch_all(&mut *c)
+        .await?;
+    Ok(left_out(unmoved, &inserted)
+        .first()
+        .map(|o| (o.topic.clone(), o.partition)))
+}
+
+/// The offsets whose partition a statement's `RETURNING (topic,
+/// partition)` did not name, in order.
+fn left_out<'a>(
+    offsets: impl IntoIterator<Item = &'a CommitOffset>,
+    returned: &[(String, i32)],
+) -> Vec<&'a CommitOffset> {
+    offsets
+        .into_iter()
+        .filter(|o| {
+            !returned
+                .iter()
+                .any(|(t, p)| *t == o.topic && *p == o.partition)
+        })
+        .collect()
 }
 
 /// What an error means for the sink: the record is at fault (data: the

@@ -462,6 +462,45 @@ impl Dialect {
         )
     }
 
+    /// PostgreSQL: [`Dialect::advance_offset`] for every partition of a
+    /// commit in one statement, bound as (connector, topics, partitions,
+    /// firsts, nexts) arrays; returns the (topic, partition) of each row
+    /// it moved.
+    pub fn advance_offsets(self, table: &str) -> String {
+        assert_eq!(self, Dialect::Postgres);
+        let q = |n: &str| self.quote_ident(n);
+        let (topic, partition, offset) = (q("topic"), q("partition"), q("offset"));
+        format!(
+            "UPDATE {} AS s SET {offset} = b.next \
+             FROM unnest($2::text[], $3::int4[], $4::int8[], $5::int8[]) AS b(topic, part, first, next) \
+             WHERE s.{} = $1 AND s.{topic} = b.topic AND s.{partition} = b.part \
+             AND s.{offset} <= b.first AND s.{offset} < b.next \
+             RETURNING s.{topic}::text, s.{partition}",
+            self.quote_table(table),
+            q("connector"),
+        )
+    }
+
+    /// PostgreSQL: the first offset of several partitions in one
+    /// statement, bound as (connector, topics, partitions, nexts) arrays;
+    /// returns the (topic, partition) of each row inserted. A key another
+    /// task stored (or is storing: the insert waits for its transaction)
+    /// is left out.
+    pub fn insert_offsets(self, table: &str) -> String {
+        assert_eq!(self, Dialect::Postgres);
+        let q = |n: &str| self.quote_ident(n);
+        let (topic, partition) = (q("topic"), q("partition"));
+        format!(
+            "INSERT INTO {} ({}, {topic}, {partition}, {}) \
+             SELECT $1, b.topic, b.part, b.next \
+             FROM unnest($2::text[], $3::int4[], $4::int8[]) AS b(topic, part, next) \
+             ON CONFLICT DO NOTHING RETURNING {topic}::text, {partition}",
+            self.quote_table(table),
+            q("connector"),
+            q("offset"),
+        )
+    }
+
     /// A partition's first offset, bound as (connector, topic, partition,
     /// offset); fails on the key if another task stored one meanwhile.
     pub fn insert_offset(self, table: &str) -> String {

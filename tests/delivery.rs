@@ -69,6 +69,16 @@ fn eos_source(name: &str, topic: &str, count: u64, extra: Value) -> Value {
     json!({"name": name, "config": config})
 }
 
+/// Makes the embedded broker answer its next `api` requests with
+/// `errors`, one per request, in order (from whichever client sends them).
+async fn fail_next(env: &InProcess, api: RDKafkaApiKey, errors: Vec<RDKafkaRespErr>) {
+    env.broker
+        .embedded()
+        .fail_requests(api, errors)
+        .await
+        .unwrap();
+}
+
 async fn wait_for_ids(env: &InProcess, topic: &str, count: u64) -> BTreeMap<u64, usize> {
     eventually(
         Duration::from_secs(90),
@@ -211,11 +221,7 @@ async fn exactly_once_source_recovers_from_transaction_faults() {
         let topic = format!("faulty-{name}-orders");
         // The first transactions run into the faults.
         env.broker.create_topic(&topic, 1).await.unwrap();
-        env.broker
-            .embedded()
-            .fail_requests(api, errors)
-            .await
-            .unwrap();
+        fail_next(&env, api, errors).await;
         env.create(eos_source(&connector, &topic, 200, json!({})))
             .await;
         wait_for_ids(&env, &topic, 200).await;
@@ -247,14 +253,12 @@ async fn exactly_once_source_recovers_from_transaction_faults() {
 #[tokio::test(flavor = "multi_thread")]
 async fn exactly_once_source_commits_no_offset_for_aborted_batches() {
     let env = InProcess::start();
-    env.broker
-        .embedded()
-        .fail_requests(
-            RDKafkaApiKey::AddPartitionsToTxn,
-            vec![RDKafkaRespErr::RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED; 200],
-        )
-        .await
-        .unwrap();
+    fail_next(
+        &env,
+        RDKafkaApiKey::AddPartitionsToTxn,
+        vec![RDKafkaRespErr::RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED; 200],
+    )
+    .await;
     env.create(eos_source(
         "doomed",
         "doomed-orders",
@@ -281,14 +285,12 @@ async fn exactly_once_source_commits_no_offset_for_aborted_batches() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_fenced_source_task_fails_with_the_cause() {
     let env = InProcess::start();
-    env.broker
-        .embedded()
-        .fail_requests(
-            RDKafkaApiKey::EndTxn,
-            vec![RDKafkaRespErr::RD_KAFKA_RESP_ERR_PRODUCER_FENCED],
-        )
-        .await
-        .unwrap();
+    fail_next(
+        &env,
+        RDKafkaApiKey::EndTxn,
+        vec![RDKafkaRespErr::RD_KAFKA_RESP_ERR_PRODUCER_FENCED],
+    )
+    .await;
     env.create(eos_source("fenced", "fenced-orders", 100, json!({})))
         .await;
     let trace = env.failed_trace("fenced").await;
@@ -299,6 +301,51 @@ async fn a_fenced_source_task_fails_with_the_cause() {
     );
     assert_eq!(transactions(&env, "fenced", "fenced"), 1);
     assert!(env.worker.source_offsets("fenced").is_empty());
+}
+
+/// A partition of the offsets topic without a leader for a moment (as
+/// right after the topic is created on a busy broker) delays the task's
+/// start; it neither fails the task nor loses a record.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_source_starts_past_an_offsets_topic_without_a_leader() {
+    let env = InProcess::start();
+    env.broker
+        .create_topic("leaderless-orders", 1)
+        .await
+        .unwrap();
+    fail_next(
+        &env,
+        RDKafkaApiKey::ListOffsets,
+        vec![RDKafkaRespErr::RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION; 4],
+    )
+    .await;
+    env.create(eos_source(
+        "leaderless",
+        "leaderless-orders",
+        100,
+        json!({}),
+    ))
+    .await;
+    // Watched through the worker alone until the task is done: a test
+    // client's own ListOffsets would take the injected errors.
+    eventually(
+        Duration::from_secs(60),
+        "the task's last offset",
+        || async {
+            let status = env.worker.status("leaderless").await?;
+            let task = &status.tasks[0].1;
+            assert_ne!(task.state, State::Failed, "{:?}", task.trace);
+            let done = env
+                .worker
+                .source_offsets("leaderless")
+                .iter()
+                .any(|(_, offset)| *offset == json!({"next": 100}));
+            done.then_some(())
+        },
+    )
+    .await;
+    let ids = wait_for_ids(&env, "leaderless-orders", 100).await;
+    assert!(ids.values().all(|&n| n == 1), "duplicates: {ids:?}");
 }
 
 async fn produce_inputs(env: &InProcess, topic: &str, n: usize) {
@@ -402,11 +449,7 @@ async fn exactly_once_stream_rewinds_after_an_aborted_transaction() {
         let env = InProcess::start();
         let (connector, input) = (format!("stream-{name}"), format!("in-{name}"));
         produce_inputs(&env, &input, 120).await;
-        env.broker
-            .embedded()
-            .fail_requests(api, vec![error])
-            .await
-            .unwrap();
+        fail_next(&env, api, vec![error]).await;
         env.create(stream(&connector, &input, json!({}))).await;
         let out = format!("{input}.out");
         eventually(Duration::from_secs(90), "every record out", || async {
@@ -451,14 +494,12 @@ async fn exactly_once_stream_rereads_the_batch_read_while_a_failed_commit_was_in
         .map(|(k, v)| (Some(k.as_str()), v.as_slice()))
         .collect();
     fixtures::produce(env.broker.bootstrap_servers(), input, &records).await;
-    env.broker
-        .embedded()
-        .fail_requests(
-            RDKafkaApiKey::EndTxn,
-            vec![RDKafkaRespErr::RD_KAFKA_RESP_ERR_UNKNOWN_PRODUCER_ID; 8],
-        )
-        .await
-        .unwrap();
+    fail_next(
+        &env,
+        RDKafkaApiKey::EndTxn,
+        vec![RDKafkaRespErr::RD_KAFKA_RESP_ERR_UNKNOWN_PRODUCER_ID; 8],
+    )
+    .await;
     env.create(stream(
         "stream-overlap",
         input,
@@ -480,14 +521,12 @@ async fn exactly_once_stream_rereads_the_batch_read_while_a_failed_commit_was_in
 async fn a_fenced_stream_task_fails_with_the_cause() {
     let env = InProcess::start();
     produce_inputs(&env, "fenced-in", 50).await;
-    env.broker
-        .embedded()
-        .fail_requests(
-            RDKafkaApiKey::EndTxn,
-            vec![RDKafkaRespErr::RD_KAFKA_RESP_ERR_PRODUCER_FENCED],
-        )
-        .await
-        .unwrap();
+    fail_next(
+        &env,
+        RDKafkaApiKey::EndTxn,
+        vec![RDKafkaRespErr::RD_KAFKA_RESP_ERR_PRODUCER_FENCED],
+    )
+    .await;
     env.create(stream("fenced-stream", "fenced-in", json!({})))
         .await;
     let trace = env.failed_trace("fenced-stream").await;

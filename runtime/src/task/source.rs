@@ -44,7 +44,25 @@ pub struct SourceStart {
 /// the offsets read next hold everything it committed and nothing it did
 /// not. Read first, a transaction whose commit was under way would be
 /// missed, and its records written again.
-pub async fn start(env: &TaskEnv, store: &OffsetStore) -> Result<SourceStart, ConnectError> {
+///
+/// A retriable failure (an offsets topic whose leader is not elected yet,
+/// a transaction coordinator still loading) is retried within the
+/// infrastructure budget, as a poll is. `None`: the task was stopped
+/// meanwhile.
+pub async fn start(
+    env: &TaskEnv,
+    store: &OffsetStore,
+    errors: &ErrorHandler,
+) -> Result<Option<SourceStart>, ConnectError> {
+    retry_infrastructure!(
+        errors,
+        Stage::KafkaConsume,
+        "starting the source task (its producer and offsets)",
+        start_once(env, store).await
+    )
+}
+
+async fn start_once(env: &TaskEnv, store: &OffsetStore) -> Result<SourceStart, ConnectError> {
     let producer = if env.common.delivery_guarantee == DeliveryGuarantee::ExactlyOnce {
         Some(env.transactional_producer().await?)
     } else {

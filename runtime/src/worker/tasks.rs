@@ -194,7 +194,9 @@ async fn run_task(
     tracing::info!("task running");
     match plugin {
         Plugin::Source(p) => {
-            let start = task::source::start(&env, &offsets).await?;
+            let Some(start) = task::source::start(&env, &offsets, &errors).await? else {
+                return Ok(());
+            };
             let source = p.create_task(&task_config, context, start.offsets)?;
             task::source::run(env, source, start.producer, offsets, errors).await
         }

@@ -8,7 +8,8 @@
 //! - a bare client (no Kafka, no runtime) upserting the same orders in
 //!   batches, in the sink's form (`UNNEST` of bound arrays) and through a
 //!   staging table (`COPY`, then one upsert from it), and in the sink's
-//!   form through tokio-postgres, with and without pipelining;
+//!   form through tokio-postgres, with and without pipelining (the next
+//!   batch sent while one runs, or a batch's parts inside its transaction);
 //! - the simple row-at-a-time loop (`bench/baselines/pipeline1_python.py
 //!   --no-transform`:
 //!   confluent-kafka, one SQLAlchemy transaction per record, a commit per
@@ -379,7 +380,24 @@ impl PipelineConnection {
         columns: OrderColumns,
         pipelined: bool,
     ) -> Result<(), tokio_postgres::Error> {
-        let c = &columns;
+        if pipelined {
+            tokio::try_join!(
+                self.client.execute(&self.begin, &[]),
+                self.upsert(&columns),
+                self.client.execute(&self.commit, &[])
+            )
+            .map(|_| ())
+        } else {
+            self.client.execute(&self.begin, &[]).await?;
+            self.upsert(&columns).await?;
+            self.client.execute(&self.commit, &[]).await.map(|_| ())
+        }
+    }
+
+    /// The upsert of `columns`, one bound array per column; bound and
+    /// sent at its first poll.
+    async fn upsert(&self, columns: &OrderColumns) -> Result<u64, tokio_postgres::Error> {
+        let c = columns;
         let params: [&(dyn tokio_postgres::types::ToSql + Sync); 6] = [
             &c.order_id,
             &c.customer_id,
@@ -388,18 +406,7 @@ impl PipelineConnection {
             &c.status,
             &c.updated_at,
         ];
-        if pipelined {
-            tokio::try_join!(
-                self.client.execute(&self.begin, &[]),
-                self.client.execute(&self.upsert, &params),
-                self.client.execute(&self.commit, &[])
-            )
-            .map(|_| ())
-        } else {
-            self.client.execute(&self.begin, &[]).await?;
-            self.client.execute(&self.upsert, &params).await?;
-            self.client.execute(&self.commit, &[]).await.map(|_| ())
-        }
+        self.client.execute(&self.upsert, &params).await
     }
 }
 
@@ -465,6 +472,54 @@ async fn bare_client_tokio_postgres(
         let _ = c.connection.await;
     }
     bare_client_checked(url, run).await
+}
+
+/// A bare client's `UNNEST` upserts through tokio-postgres, one
+/// transaction a batch as the sink has it, the batch's upsert in `parts`
+/// statements sent back to back: each part is parsed and bound while the
+/// one before it runs, and the next batch only starts once this one has
+/// committed. What pipelining inside one `put` could give a sink, with no
+/// batch ever sent before the last one's commit is known.
+async fn bare_client_tokio_postgres_parts(url: &str, n: usize, batch: usize, parts: usize) -> Run {
+    let values = bare_client_orders(url, n).await;
+    let connection = PipelineConnection::open(url).await;
+    let started = Instant::now();
+    let cpu_before = MachineCpu::now();
+    for chunk in values.chunks(batch) {
+        let c = &connection;
+        let mut sent: Vec<Sent> = Vec::with_capacity(parts + 2);
+        send(&mut sent, Box::pin(c.client.execute(&c.begin, &[])));
+        for part in chunk.chunks(chunk.len().div_ceil(parts)) {
+            let columns = OrderColumns::parse(part);
+            send(&mut sent, Box::pin(async move { c.upsert(&columns).await }));
+        }
+        send(&mut sent, Box::pin(c.client.execute(&c.commit, &[])));
+        for statement in sent {
+            statement.await.unwrap();
+        }
+    }
+    let run = Run::since(n as u64, started, cpu_before);
+    drop(connection.client);
+    let _ = connection.connection.await;
+    bare_client_checked(url, run).await
+}
+
+/// A statement sent, its reply not yet read.
+type Sent<'a> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<u64, tokio_postgres::Error>> + 'a>>;
+
+/// Polls `statement` once, which binds and sends it, and keeps it in
+/// `sent` to read its reply later (one that failed at once is ready at
+/// that poll). The first poll's wake-up is not needed: the statement is
+/// awaited later, which registers the task's waker.
+fn send<'a>(sent: &mut Vec<Sent<'a>>, mut statement: Sent<'a>) {
+    let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+    match statement.as_mut().poll(&mut context) {
+        std::task::Poll::Ready(result) => {
+            result.unwrap();
+        }
+        std::task::Poll::Pending => sent.push(statement),
+    }
 }
 
 /// COPY of the same rows as CSV into an empty table: the ceiling.
@@ -580,6 +635,17 @@ fn main() {
                 bare_client_tokio_postgres(&url, n, batch, 2, true).await,
             ),
         ];
+        let mut bare = Vec::from(bare);
+        for parts in [2, 5, 10] {
+            bare.push((
+                match parts {
+                    2 => "a bare client, tokio-postgres, a batch's upsert in 2 parts sent back to back in its transaction (each part bound while the one before runs), the next batch after the commit",
+                    5 => "the same in 5 parts",
+                    _ => "the same in 10 parts",
+                },
+                bare_client_tokio_postgres_parts(&url, n, batch, parts).await,
+            ));
+        }
         eprintln!("Python row-at-a-time loop over {py_n} records...");
         let py = python_run(&bootstrap, &url, py_n);
 

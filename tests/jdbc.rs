@@ -1120,6 +1120,138 @@ async fn jdbc_sink_on_postgres() {
     conformance(&db).await;
 }
 
+/// On PostgreSQL a batch's rows go in parts of at most 1000, each sent
+/// while the server runs the one before (tokio-postgres pipelining), in
+/// the batch's one transaction, over TLS when the URL asks for it. A
+/// statement-level trigger records each statement the sink runs and its
+/// transaction; a single statement (sqlx, which cannot pipeline) would
+/// write the 2500 rows in one.
+#[tokio::test(flavor = "multi_thread")]
+async fn jdbc_sink_writes_a_batch_in_pipelined_parts_on_postgres() {
+    let Some(pg) = PgInstance::start_with_tls() else {
+        return;
+    };
+    // `require`: no plaintext connection can serve the sink.
+    let url = format!("{}?sslmode=require", pg.url());
+    let db = Db {
+        url: url.clone(),
+        mysql: false,
+        prefix: String::new(),
+    };
+    for sql in [
+        "CREATE TABLE parts (id BIGINT PRIMARY KEY, v TEXT CHECK (v <> 'bad'))",
+        "CREATE TABLE statements (xid TEXT, n BIGINT)",
+        "CREATE FUNCTION log_statement() RETURNS trigger LANGUAGE plpgsql AS $$ \
+         BEGIN INSERT INTO statements SELECT txid_current()::text, count(*) FROM new_rows; \
+         RETURN NULL; END $$",
+        "CREATE TRIGGER parts_log AFTER INSERT ON parts REFERENCING NEW TABLE AS new_rows \
+         FOR EACH STATEMENT EXECUTE FUNCTION log_statement()",
+    ] {
+        fixtures::db_exec(&url, sql).await;
+    }
+    let records = |ids: std::ops::Range<i64>, bad: Option<i64>| -> Vec<Record> {
+        ids.map(|id| {
+            let v = if Some(id) == bad { "bad" } else { "ok" };
+            let value = format!(r#"{{"id": {id}, "v": "{v}"}}"#);
+            rec("p", id, None, Some(&value))
+        })
+        .collect()
+    };
+    let cfg = [
+        ("insert.mode", "upsert"),
+        ("pk.mode", "record_value"),
+        ("pk.fields", "id"),
+        ("table.name.format", "parts"),
+        ("offsets.table.name", "parts_offsets"),
+    ];
+    let mut sink = db.task(&cfg).await;
+
+    sink.put(records(0..2500, None)).await.unwrap();
+    let logged = db
+        .rows("SELECT xid, CAST(n AS TEXT) FROM statements ORDER BY n DESC")
+        .await;
+    let counts: Vec<&str> = logged.iter().map(|r| r[1].as_str()).collect();
+    assert_eq!(counts, ["834", "834", "832"], "{logged:?}");
+    assert!(
+        logged.iter().all(|r| r[0] == logged[0][0]),
+        "one transaction: {logged:?}"
+    );
+    let count = || db.rows("SELECT CAST(count(*) AS TEXT) FROM parts");
+    assert_eq!(count().await, strings(&[&["2500"]]));
+
+    // A bad row in the second part: the parts after it fail too (the
+    // transaction is aborted), the error is the bad row's, and nothing of
+    // the batch is written.
+    let err = sink.put(records(2500..5000, Some(3700))).await.unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Data, "{}", err.full_message());
+    assert!(
+        err.full_message().contains("parts_v_check"),
+        "{}",
+        err.full_message()
+    );
+    assert_eq!(count().await, strings(&[&["2500"]]));
+
+    // Exactly-once: the parts and the offsets in one transaction.
+    fixtures::db_exec(&url, "DELETE FROM statements").await;
+    sink.begin().await.unwrap();
+    sink.put(records(2500..4000, None)).await.unwrap();
+    let commit = [CommitOffset {
+        topic: "p".into(),
+        partition: 0,
+        first: 2500,
+        next: 4000,
+    }];
+    sink.commit(&commit).await.unwrap();
+    assert_eq!(count().await, strings(&[&["4000"]]));
+    let logged = db
+        .rows("SELECT CAST(n AS TEXT) FROM statements ORDER BY n")
+        .await;
+    assert_eq!(logged, strings(&[&["750"], &["750"]]));
+    let stored = sink.stored_offsets(&[("p".into(), 0)]).await.unwrap();
+    assert_eq!(stored[0].offset, 4000);
+
+    // The connection lost between the batch and its commit: a retriable
+    // error, and the batch redone on a new connection commits.
+    sink.begin().await.unwrap();
+    sink.put(records(4000..5000, None)).await.unwrap();
+    fixtures::db_exec(
+        &url,
+        "SELECT CAST(count(pg_terminate_backend(pid)) AS TEXT) FROM pg_stat_activity \
+         WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()",
+    )
+    .await;
+    let commit = [CommitOffset {
+        topic: "p".into(),
+        partition: 0,
+        first: 4000,
+        next: 5000,
+    }];
+    let err = sink.commit(&commit).await.unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Retriable, "{}", err.full_message());
+    assert_eq!(count().await, strings(&[&["4000"]]));
+    let mut redone = None;
+    for _ in 0..3 {
+        let attempt = async {
+            sink.begin().await?;
+            sink.put(records(4000..5000, None)).await?;
+            sink.commit(&commit).await
+        };
+        match attempt.await {
+            Ok(()) => {
+                redone = Some(());
+                break;
+            }
+            Err(e) => assert_eq!(e.kind, ErrorKind::Retriable, "{}", e.full_message()),
+        }
+    }
+    assert!(
+        redone.is_some(),
+        "the batch never committed on a new connection"
+    );
+    assert_eq!(count().await, strings(&[&["5000"]]));
+    sink.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn jdbc_sink_on_mariadb() {
     let Some(maria) = MariaDbInstance::start() else {

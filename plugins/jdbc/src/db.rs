@@ -3,6 +3,7 @@
 //! table. Every error keeps its sqlx cause; `classify` turns it into what
 //! the runtime does (data, retriable, fatal).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use sluice_sdk::{CommitOffset, ConfigError, ConnectError, ErrorKind as Kind};
@@ -15,6 +16,7 @@ use sqlx::sqlite::{
 use sqlx::{MySql, Postgres, Row as _, Sqlite, Transaction};
 
 use crate::dialect::{Dialect, MYSQL_MAX_PARAMS, SQLITE_MAX_PARAMS, Shape, WriteMode};
+use crate::native_pg::{NativeClient, NativePool, to_sqlx};
 use crate::value::{ColumnKind, SqlValue};
 
 /// Where `connection.url` points.
@@ -91,7 +93,9 @@ impl Target {
 #[derive(Clone)]
 pub enum Pool {
     Sqlite(SqlitePool),
-    Postgres(PgPool),
+    /// With the pipelining writer for transactions, where it connects as
+    /// sqlx does (`native_pg`).
+    Postgres(PgPool, Option<Arc<NativePool>>),
     MySql(MySqlPool),
 }
 
@@ -99,7 +103,25 @@ pub enum Pool {
 pub enum Tx {
     Sqlite(Transaction<'static, Sqlite>),
     Postgres(Transaction<'static, Postgres>),
+    PgNative(Box<NativeTx>),
     MySql(Transaction<'static, MySql>),
+}
+
+/// A transaction on the pipelining writer's connection. Dropped before
+/// its commit or rollback, it closes the connection, which the server
+/// rolls back.
+pub struct NativeTx {
+    client: Option<NativeClient>,
+    pool: Arc<NativePool>,
+}
+
+impl NativeTx {
+    async fn finish(mut self, sql: &str) -> Result<(), sqlx::Error> {
+        let client = self.client.take().expect("open until finished");
+        client.simple(sql).await.map_err(to_sqlx)?;
+        self.pool.give_back(client);
+        Ok(())
+    }
 }
 
 /// A connection from the pool, outside any transaction.
@@ -113,6 +135,7 @@ pub enum PooledConn {
 pub enum Conn<'a> {
     Sqlite(&'a mut SqliteConnection),
     Postgres(&'a mut PgConnection),
+    PgNative(&'a mut NativeClient),
     MySql(&'a mut MySqlConnection),
 }
 
@@ -126,11 +149,14 @@ pub struct Column {
 }
 
 impl Pool {
+    /// `pipelined`: transactions on PostgreSQL go through the pipelining
+    /// writer where it can connect as sqlx does.
     pub async fn connect(
         url: &str,
         user: Option<&str>,
         password: Option<&str>,
         size: u32,
+        pipelined: bool,
     ) -> Result<Pool, ConnectError> {
         let target = Target::parse(url).map_err(|e| ConnectError::fatal(e.to_string()))?;
         let acquire = Duration::from_secs(10);
@@ -162,14 +188,33 @@ impl Pool {
                 if let Some(password) = password {
                     options = options.password(password);
                 }
-                Pool::Postgres(
-                    PgPoolOptions::new()
-                        .max_connections(size)
-                        .acquire_timeout(acquire)
-                        .connect_with(options)
-                        .await
-                        .map_err(|e| classify("connecting to PostgreSQL".into(), e))?,
-                )
+                // A sink's batches go through the pipelining writer; a
+                // source's reads stay on sqlx.
+                let native = pipelined.then(|| NativePool::configure(&url, &options, password));
+                let pool = PgPoolOptions::new()
+                    .max_connections(size)
+                    .acquire_timeout(acquire)
+                    .connect_with(options)
+                    .await
+                    .map_err(|e| classify("connecting to PostgreSQL".into(), e))?;
+                let native = match native {
+                    None => None,
+                    Some(Ok(native)) => match native.take().await {
+                        Ok(client) => {
+                            native.give_back(client);
+                            Some(Arc::new(native))
+                        }
+                        Err(e) => {
+                            tracing::warn!(error = %e, "the pipelining PostgreSQL writer could not connect where sqlx did; each batch's statements are sent one after another's reply (slower)");
+                            None
+                        }
+                    },
+                    Some(Err(why)) => {
+                        tracing::info!(reason = %why.0, "each batch's statements are sent one after another's reply: the pipelining PostgreSQL writer is not used");
+                        None
+                    }
+                };
+                Pool::Postgres(pool, native)
             }
             Target::MySql(url) => {
                 let mut options: MySqlConnectOptions =
@@ -195,15 +240,28 @@ impl Pool {
     pub fn dialect(&self) -> Dialect {
         match self {
             Pool::Sqlite(_) => Dialect::Sqlite,
-            Pool::Postgres(_) => Dialect::Postgres,
+            Pool::Postgres(..) => Dialect::Postgres,
             Pool::MySql(_) => Dialect::MySql,
         }
+    }
+
+    /// Whether transactions go through the pipelining writer.
+    pub fn pipelines(&self) -> bool {
+        matches!(self, Pool::Postgres(_, Some(_)))
     }
 
     pub async fn begin(&self) -> Result<Tx, sqlx::Error> {
         Ok(match self {
             Pool::Sqlite(p) => Tx::Sqlite(p.begin().await?),
-            Pool::Postgres(p) => Tx::Postgres(p.begin().await?),
+            Pool::Postgres(_, Some(native)) => {
+                let client = native.take().await.map_err(to_sqlx)?;
+                client.simple("BEGIN").await.map_err(to_sqlx)?;
+                Tx::PgNative(Box::new(NativeTx {
+                    client: Some(client),
+                    pool: native.clone(),
+                }))
+            }
+            Pool::Postgres(p, None) => Tx::Postgres(p.begin().await?),
             Pool::MySql(p) => Tx::MySql(p.begin().await?),
         })
     }
@@ -211,7 +269,7 @@ impl Pool {
     pub async fn acquire(&self) -> Result<PooledConn, sqlx::Error> {
         Ok(match self {
             Pool::Sqlite(p) => PooledConn::Sqlite(p.acquire().await?),
-            Pool::Postgres(p) => PooledConn::Postgres(p.acquire().await?),
+            Pool::Postgres(p, _) => PooledConn::Postgres(p.acquire().await?),
             Pool::MySql(p) => PooledConn::MySql(p.acquire().await?),
         })
     }
@@ -219,7 +277,12 @@ impl Pool {
     pub async fn close(&self) {
         match self {
             Pool::Sqlite(p) => p.close().await,
-            Pool::Postgres(p) => p.close().await,
+            Pool::Postgres(p, native) => {
+                if let Some(native) = native {
+                    native.close();
+                }
+                p.close().await
+            }
             Pool::MySql(p) => p.close().await,
         }
     }
@@ -230,6 +293,7 @@ impl Tx {
         match self {
             Tx::Sqlite(t) => Conn::Sqlite(&mut *t),
             Tx::Postgres(t) => Conn::Postgres(&mut *t),
+            Tx::PgNative(t) => Conn::PgNative(t.client.as_mut().expect("open until finished")),
             Tx::MySql(t) => Conn::MySql(&mut *t),
         }
     }
@@ -238,6 +302,7 @@ impl Tx {
         match self {
             Tx::Sqlite(t) => t.commit().await,
             Tx::Postgres(t) => t.commit().await,
+            Tx::PgNative(t) => t.finish("COMMIT").await,
             Tx::MySql(t) => t.commit().await,
         }
     }
@@ -246,6 +311,7 @@ impl Tx {
         match self {
             Tx::Sqlite(t) => t.rollback().await,
             Tx::Postgres(t) => t.rollback().await,
+            Tx::PgNative(t) => t.finish("ROLLBACK").await,
             Tx::MySql(t) => t.rollback().await,
         }
     }
@@ -353,7 +419,7 @@ impl Conn<'_> {
     pub fn dialect(&self) -> Dialect {
         match self {
             Conn::Sqlite(_) => Dialect::Sqlite,
-            Conn::Postgres(_) => Dialect::Postgres,
+            Conn::Postgres(_) | Conn::PgNative(_) => Dialect::Postgres,
             Conn::MySql(_) => Dialect::MySql,
         }
     }
@@ -363,13 +429,29 @@ impl Conn<'_> {
         Ok(match self {
             Conn::Sqlite(c) => sqlx::query(sql).execute(&mut **c).await?.rows_affected(),
             Conn::Postgres(c) => sqlx::query(sql).execute(&mut **c).await?.rows_affected(),
+            Conn::PgNative(c) => c.simple(sql).await.map_err(to_sqlx)?,
             Conn::MySql(c) => sqlx::query(sql).execute(&mut **c).await?.rows_affected(),
         })
     }
 
     /// The table's columns; empty if it does not exist.
     pub async fn describe(&mut self, table: &str) -> Result<Vec<Column>, sqlx::Error> {
+        const PG_COLUMNS: &str = "SELECT a.attname::text, format_type(a.atttypid, a.atttypmod) \
+                     FROM pg_attribute a \
+                     WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped \
+                     ORDER BY a.attnum";
         let rows: Vec<(String, String)> = match self {
+            Conn::PgNative(c) => c
+                .query_values(
+                    PG_COLUMNS,
+                    &[SqlValue::Text(Dialect::Postgres.quote_table(table))],
+                )
+                .await
+                .map_err(to_sqlx)?
+                .iter()
+                .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
+                .collect::<Result<_, tokio_postgres::Error>>()
+                .map_err(to_sqlx)?,
             Conn::Sqlite(c) => {
                 sqlx::query_as("SELECT name, type FROM pragma_table_info(?1)")
                     .bind(table)
@@ -377,15 +459,10 @@ impl Conn<'_> {
                     .await?
             }
             Conn::Postgres(c) => {
-                sqlx::query_as(
-                    "SELECT a.attname::text, format_type(a.atttypid, a.atttypmod) \
-                     FROM pg_attribute a \
-                     WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped \
-                     ORDER BY a.attnum",
-                )
-                .bind(Dialect::Postgres.quote_table(table))
-                .fetch_all(&mut **c)
-                .await?
+                sqlx::query_as(PG_COLUMNS)
+                    .bind(Dialect::Postgres.quote_table(table))
+                    .fetch_all(&mut **c)
+                    .await?
             }
             Conn::MySql(c) => {
                 let (schema, name) = match table.split_once('.') {
@@ -439,6 +516,15 @@ impl Conn<'_> {
                 let q = bind_pg_columns(sqlx::query(&sql), columns, rows);
                 affected += q.execute(&mut **c).await?.rows_affected();
             }
+            Conn::PgNative(c) => {
+                let arrays: Vec<&str> = columns.iter().map(|c| pg_array_type(c.kind)).collect();
+                let casts: Vec<&str> = columns.iter().map(|c| c.sql_type.as_str()).collect();
+                let sql = Dialect::Postgres.unnest_write(shape, mode, &arrays, &casts);
+                affected += c
+                    .write_columns(&sql, columns, rows)
+                    .await
+                    .map_err(to_sqlx)?;
+            }
             Conn::Sqlite(c) => {
                 for part in rows.chunks(chunk.min(SQLITE_MAX_PARAMS / width).max(1)) {
                     let sql = Dialect::Sqlite.values_write(shape, mode, part.len());
@@ -475,6 +561,15 @@ impl Conn<'_> {
                 let sql = Dialect::Postgres.delete(table, pk, keys.len(), &arrays, &casts);
                 let q = bind_pg_columns(sqlx::query(&sql), key_columns, keys);
                 affected += q.execute(&mut **c).await?.rows_affected();
+            }
+            Conn::PgNative(c) => {
+                let arrays: Vec<&str> = key_columns.iter().map(|c| pg_array_type(c.kind)).collect();
+                let casts: Vec<&str> = key_columns.iter().map(|c| c.sql_type.as_str()).collect();
+                let sql = Dialect::Postgres.delete(table, pk, keys.len(), &arrays, &casts);
+                affected += c
+                    .write_columns(&sql, key_columns, keys)
+                    .await
+                    .map_err(to_sqlx)?;
             }
             Conn::Sqlite(c) => {
                 for part in keys.chunks(chunk.min(SQLITE_MAX_PARAMS / width).max(1)) {
@@ -535,6 +630,9 @@ impl Conn<'_> {
                 }
                 q.execute(&mut **c).await?;
             }
+            Conn::PgNative(c) => {
+                c.execute_values(&sql, &values).await.map_err(to_sqlx)?;
+            }
             Conn::MySql(c) => {
                 bind_scalars!(sqlx::query::<MySql>(&sql), values.iter())
                     .execute(&mut **c)
@@ -557,8 +655,16 @@ impl Conn<'_> {
         connector: &str,
         offsets: &[CommitOffset],
     ) -> Result<Option<(String, i32)>, sqlx::Error> {
-        if let Conn::Postgres(c) = self {
-            return store_offsets_fenced_pg(c, table, connector, offsets).await;
+        match self {
+            Conn::Postgres(c) => {
+                return store_offsets_fenced_pg(c, table, connector, offsets).await;
+            }
+            Conn::PgNative(c) => {
+                return store_offsets_fenced_native(c, table, connector, offsets)
+                    .await
+                    .map_err(to_sqlx);
+            }
+            _ => {}
         }
         let dialect = self.dialect();
         let (advance, insert) = (dialect.advance_offset(table), dialect.insert_offset(table));
@@ -617,6 +723,7 @@ impl Conn<'_> {
                 }
                 q.execute(&mut **c).await?.rows_affected()
             }
+            Conn::PgNative(c) => c.execute_values(sql, values).await.map_err(to_sqlx)?,
             Conn::MySql(c) => bind_scalars!(sqlx::query::<MySql>(sql), values.iter())
                 .execute(&mut **c)
                 .await?
@@ -646,6 +753,14 @@ impl Conn<'_> {
                 .iter()
                 .map(|r| Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?)))
                 .collect::<Result<Vec<_>, sqlx::Error>>()?,
+            Conn::PgNative(c) => c
+                .query_values(&sql, &[SqlValue::Text(connector.to_string())])
+                .await
+                .map_err(to_sqlx)?
+                .iter()
+                .map(|r| Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?)))
+                .collect::<Result<Vec<_>, tokio_postgres::Error>>()
+                .map_err(to_sqlx)?,
             Conn::MySql(c) => sqlx::query(&sql)
                 .bind(connector)
                 .fetch_all(&mut **c)
@@ -681,6 +796,14 @@ impl Conn<'_> {
                     .bind(partition)
                     .execute(&mut **c)
                     .await?;
+            }
+            Conn::PgNative(c) => {
+                let values = [
+                    SqlValue::Text(connector.to_string()),
+                    SqlValue::Text(topic.to_string()),
+                    SqlValue::Int(partition.into()),
+                ];
+                c.execute_values(&sql, &values).await.map_err(to_sqlx)?;
             }
             Conn::MySql(c) => {
                 sqlx::query(&sql)
@@ -733,6 +856,51 @@ async fn store_offsets_fenced_pg(
         .bind(unmoved.iter().map(|o| o.next).collect::<Vec<_>>())
         .fetch_all(&mut *c)
         .await?;
+    Ok(left_out(unmoved, &inserted)
+        .first()
+        .map(|o| (o.topic.clone(), o.partition)))
+}
+
+/// [`store_offsets_fenced_pg`] on the pipelining writer's connection.
+async fn store_offsets_fenced_native(
+    c: &mut NativeClient,
+    table: &str,
+    connector: &str,
+    offsets: &[CommitOffset],
+) -> Result<Option<(String, i32)>, tokio_postgres::Error> {
+    if offsets.is_empty() {
+        return Ok(None);
+    }
+    let returned = |rows: Vec<tokio_postgres::Row>| {
+        rows.iter()
+            .map(|r| Ok((r.try_get::<_, String>(0)?, r.try_get::<_, i32>(1)?)))
+            .collect::<Result<Vec<_>, tokio_postgres::Error>>()
+    };
+    let topics: Vec<&str> = offsets.iter().map(|o| o.topic.as_str()).collect();
+    let partitions: Vec<i32> = offsets.iter().map(|o| o.partition).collect();
+    let firsts: Vec<i64> = offsets.iter().map(|o| o.first).collect();
+    let nexts: Vec<i64> = offsets.iter().map(|o| o.next).collect();
+    let moved = returned(
+        c.query(
+            &Dialect::Postgres.advance_offsets(table),
+            &[&connector, &topics, &partitions, &firsts, &nexts],
+        )
+        .await?,
+    )?;
+    let unmoved = left_out(offsets, &moved);
+    if unmoved.is_empty() {
+        return Ok(None);
+    }
+    let topics: Vec<&str> = unmoved.iter().map(|o| o.topic.as_str()).collect();
+    let partitions: Vec<i32> = unmoved.iter().map(|o| o.partition).collect();
+    let nexts: Vec<i64> = unmoved.iter().map(|o| o.next).collect();
+    let inserted = returned(
+        c.query(
+            &Dialect::Postgres.insert_offsets(table),
+            &[&connector, &topics, &partitions, &nexts],
+        )
+        .await?,
+    )?;
     Ok(left_out(unmoved, &inserted)
         .first()
         .map(|o| (o.topic.clone(), o.partition)))

@@ -9,6 +9,7 @@
 mod change_event;
 mod db;
 mod dialect;
+mod native_pg;
 mod schema;
 pub mod source;
 // Public for the fuzz targets (`fuzz/`), not an API.
@@ -297,6 +298,7 @@ impl JdbcSinkConfig {
             self.connection_user.as_deref(),
             self.connection_password.as_deref(),
             self.pool_size,
+            true,
         )
         .await
     }

@@ -88,7 +88,7 @@ pub async fn now(pool: &Pool) -> Result<chrono::NaiveDateTime, ConnectError> {
 async fn text_scalar(pool: &Pool, sql: &str) -> Result<Option<String>, ConnectError> {
     let what = "asking the database";
     match pool {
-        Pool::Postgres(p) => sqlx::query_scalar(sql).fetch_one(p).await,
+        Pool::Postgres(p, _) => sqlx::query_scalar(sql).fetch_one(p).await,
         Pool::MySql(p) => sqlx::query_scalar(sql).fetch_one(p).await,
         Pool::Sqlite(p) => sqlx::query_scalar(sql).fetch_one(p).await,
     }
@@ -107,7 +107,7 @@ pub async fn tables(
     let what = "listing the database's tables";
     let catalog = catalog(pool).await?;
     let mut found: Vec<TableId> = match pool {
-        Pool::Postgres(p) => {
+        Pool::Postgres(p, _) => {
             let rows: Vec<(String, String, String)> = sqlx::query_as(
                 "SELECT table_schema::text, table_name::text, table_type::text
                  FROM information_schema.tables
@@ -182,7 +182,7 @@ pub async fn column_facts(
         String,
     );
     let rows: Vec<Row> = match pool {
-        Pool::Postgres(p) => sqlx::query_as(
+        Pool::Postgres(p, _) => sqlx::query_as(
             "SELECT column_name::text, is_nullable::text, numeric_precision::int8,
                     numeric_scale::int8, column_default::text, is_identity::text
              FROM information_schema.columns
@@ -418,7 +418,7 @@ pub fn spawn_reader(pool: &Pool, sql: String, buffer: usize) -> mpsc::Receiver<F
         }
         match &pool {
             // UTC for `timestamptz` text and for `now()`.
-            Pool::Postgres(p) => read!(p, "SET TIME ZONE 'UTC'; ", pg_cells),
+            Pool::Postgres(p, _) => read!(p, "SET TIME ZONE 'UTC'; ", pg_cells),
             Pool::MySql(p) => read!(p, "SET time_zone = '+00:00'; ", mysql_cells),
             Pool::Sqlite(p) => read!(p, "", sqlite_cells),
         }

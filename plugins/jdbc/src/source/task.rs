@@ -76,6 +76,7 @@ impl JdbcSourceTask {
                     self.cfg.user.as_deref(),
                     self.cfg.password.as_deref(),
                     2,
+                    false,
                 )
                 .await?,
             );

@@ -67,6 +67,13 @@ promtool test rules examples/monitoring/alerts_test.yml
 cargo fmt --all --check
 for guest in examples/transforms/rust examples/cdc/mask-email plugins/transforms plugins/http-sink tests/guests tests/native fuzz; do
   cargo fmt --all --check --manifest-path "$guest/Cargo.toml"
+  # Each nested lock file, before the long runs: a dependency added to the
+  # workspace must also be locked where it is used (the fuzz crate's
+  # Cargo.lock went stale that way and failed only after the tests).
+  if ! cargo metadata --locked --format-version 1 --manifest-path "$guest/Cargo.toml" >/dev/null; then
+    echo "test: $guest/Cargo.lock is out of date; run: cargo update --workspace --manifest-path $guest/Cargo.toml" >&2
+    exit 1
+  fi
 done
 # The example transforms in other languages are built and checked by the
 # integration tests (tests/languages.rs); Go's and Zig's formatting here.

@@ -237,6 +237,22 @@ async fn metrics_count_what_flowed_and_lag_falls_to_zero() {
             &[r#"connector="orders-sink""#]
         ) >= (COUNT - poison) as f64
     );
+    // Each write of a batch is timed; a batch read ahead when the
+    // scrape came may not be written yet.
+    let writes = sum(
+        &metrics,
+        "sluice_sink_put_batch_seconds_count",
+        &[r#"connector="orders-sink""#],
+    );
+    let batches = sum(
+        &metrics,
+        "sluice_batch_size_count",
+        &[r#"connector="orders-sink""#],
+    );
+    assert!(
+        writes >= 1.0 && writes <= batches,
+        "{writes} writes of {batches} batches"
+    );
     let rows = fixtures::sqlite_rows(&db, "SELECT count(*) FROM orders").await;
     assert_eq!(rows[0][0].parse::<u64>().unwrap(), COUNT - poison);
 

@@ -20,7 +20,9 @@
 //! Environment: SLUICE_BENCH_POSTGRES_URL (required), SLUICE_BENCH_RECORDS
 //! (default 1000000), SLUICE_BENCH_PYTHON (a python with the baseline's
 //! packages), SLUICE_BENCH_PY_RECORDS (default 20000),
-//! SLUICE_BENCH_BATCH_RECORDS (`batch.max.records`, default 5000).
+//! SLUICE_BENCH_BATCH_RECORDS (`batch.max.records`, default 5000),
+//! SLUICE_BENCH_CONSUMER_OVERRIDES (`key=value,...`, set on the sink's
+//! consumer as `consumer.override.<key>`).
 
 use std::time::{Duration, Instant};
 
@@ -31,6 +33,7 @@ use sqlx::Connection;
 
 mod common;
 use common::process::{MachineCpu, run_python_baseline};
+use common::spans::SpanTimes;
 use common::{order_json, pg_exec, produce_orders, table_rows, wait_for_quiet_database};
 
 const TOPIC: &str = "bench-orders";
@@ -89,7 +92,13 @@ impl Run {
 }
 
 /// Runs one jdbc-sink connector over the whole topic.
-async fn sluice_run(worker: &Worker, url: &str, strategy: &Strategy, n: usize) -> Run {
+async fn sluice_run(
+    worker: &Worker,
+    url: &str,
+    strategy: &Strategy,
+    n: usize,
+    spans: &SpanTimes,
+) -> Run {
     let (name, table) = (strategy.name, strategy.table());
     if strategy.over.is_none() {
         pg_exec(url, &format!("DROP TABLE IF EXISTS {table}")).await;
@@ -114,6 +123,17 @@ async fn sluice_run(worker: &Worker, url: &str, strategy: &Strategy, n: usize) -
     if let Some(guard) = strategy.guard {
         spec["config"]["upsert.guard.column"] = guard.into();
     }
+    // `key=value,...`: consumer settings to try (`consumer.override.*`).
+    for setting in std::env::var("SLUICE_BENCH_CONSUMER_OVERRIDES")
+        .unwrap_or_default()
+        .split(',')
+        .filter(|s| !s.is_empty())
+    {
+        let (key, value) = setting
+            .split_once('=')
+            .expect("SLUICE_BENCH_CONSUMER_OVERRIDES: key=value,...");
+        spec["config"][format!("consumer.override.{key}")] = value.into();
+    }
     let spec = ConnectorSpec::from_json(&spec).unwrap();
     // Progress from the task's own counter of records written: counting
     // the table's rows as it grows would load the database being measured.
@@ -128,6 +148,13 @@ async fn sluice_run(worker: &Worker, url: &str, strategy: &Strategy, n: usize) -
     // its first record: the consumer group's join (about 3 s on the
     // embedded broker) is not what is measured.
     let mut first: Option<(Instant, u64, MachineCpu)> = None;
+    let batches = worker.metrics().batch_size.with_label_values(&[name, "0"]);
+    let writes = worker
+        .metrics()
+        .sink_put_seconds
+        .with_label_values(&[name, "0"]);
+    let mut timed_from = (0, 0.0, 0, 0.0);
+    let mut spans_from = spans.snapshot();
     loop {
         let done = written.get();
         if done >= n as u64 {
@@ -135,6 +162,13 @@ async fn sluice_run(worker: &Worker, url: &str, strategy: &Strategy, n: usize) -
         }
         if done > 0 && first.is_none() {
             first = Some((Instant::now(), done, MachineCpu::now()));
+            timed_from = (
+                batches.get_sample_count(),
+                batches.get_sample_sum(),
+                writes.get_sample_count(),
+                writes.get_sample_sum(),
+            );
+            spans_from = spans.snapshot();
         }
         assert!(
             created.elapsed() < Duration::from_secs(1800),
@@ -145,6 +179,21 @@ async fn sluice_run(worker: &Worker, url: &str, strategy: &Strategy, n: usize) -
     let (started, before, cpu_before) =
         first.expect("more than one batch: raise SLUICE_BENCH_RECORDS");
     let run = Run::since(n as u64 - before, started, cpu_before);
+    // Where the task's time went: how much of the run a batch was being
+    // written (the rest, the write waited for the next batch).
+    let read = batches.get_sample_count() - timed_from.0;
+    let wrote = writes.get_sample_count() - timed_from.2;
+    let write_seconds = writes.get_sample_sum() - timed_from.3;
+    println!(
+        "  {name}: {read} batches read, {:.0} records each; {wrote} written, {:.1} ms each; writing {:.2} of the run",
+        (batches.get_sample_sum() - timed_from.1) / read.max(1) as f64,
+        1000.0 * write_seconds / wrote.max(1) as f64,
+        write_seconds / run.seconds,
+    );
+    println!(
+        "  {name}, the write's steps: {}",
+        SpanTimes::report(&spans_from, &spans.snapshot(), run.seconds)
+    );
     worker.stop_connector(name).await;
     assert_eq!(
         table_rows(url, &table).await,
@@ -579,6 +628,7 @@ fn main() {
         .expect("SLUICE_BENCH_POSTGRES_URL: run through bench/run.sh, which starts PostgreSQL");
     let n = env_usize("SLUICE_BENCH_RECORDS", 1_000_000);
     let py_n = env_usize("SLUICE_BENCH_PY_RECORDS", 20_000).min(n);
+    let spans = SpanTimes::install(&["sluice_connector_jdbc", "sluice_runtime::task::sink"]);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -602,7 +652,7 @@ fn main() {
         let mut runs = Vec::new();
         for strategy in &strategies {
             eprintln!("sluice {}...", strategy.name);
-            runs.push(sluice_run(&worker, &url, strategy, n).await);
+            runs.push(sluice_run(&worker, &url, strategy, n, &spans).await);
         }
         eprintln!("COPY...");
         let copy = copy_run(&url, n).await;

@@ -39,6 +39,9 @@ pub struct Metrics {
     /// From `x-produce-timestamp-ms` (stamped by source tasks) to the sink's write.
     pub e2e_latency: HistogramVec,
     pub batch_size: HistogramVec,
+    /// A sink's write of one batch: `put` and `flush`, or the exactly-once
+    /// transaction with its offsets (Kafka Connect's put-batch time).
+    pub sink_put_seconds: HistogramVec,
     /// Kafka transactions of exactly-once source and stream tasks, by
     /// outcome: committed, aborted, ambiguous (the producer was re-created
     /// after a commit whose result is unknown) or fenced.
@@ -265,6 +268,15 @@ impl Metrics {
             &["connector", "task"],
         )
         .expect("valid metric");
+        let sink_put_seconds = HistogramVec::new(
+            HistogramOpts::new(
+                "sluice_sink_put_batch_seconds",
+                "Time a sink task took to write one batch (put and flush, or the exactly-once transaction with its offsets)",
+            )
+            .buckets(vec![0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0]),
+            &["connector", "task"],
+        )
+        .expect("valid metric");
         let transactions = IntCounterVec::new(
             Opts::new(
                 "sluice_transactions_total",
@@ -307,6 +319,7 @@ impl Metrics {
             Box::new(backpressure_pauses.clone()),
             Box::new(e2e_latency.clone()),
             Box::new(batch_size.clone()),
+            Box::new(sink_put_seconds.clone()),
         ] {
             registry.register(c).expect("metric registered once");
         }
@@ -362,6 +375,7 @@ impl Metrics {
             backpressure_pauses,
             e2e_latency,
             batch_size,
+            sink_put_seconds,
             transactions,
             task_auto_restarts,
             task_restart_attempts,

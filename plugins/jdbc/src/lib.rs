@@ -26,6 +26,7 @@ use sluice_sdk::{
     CommitOffset, ConfigError, ConfigMap, ConnectError, ConnectorType, PartitionOffset, PluginInfo,
     Record, Schema, SchemaKind, SinkConnector, SinkTask, TaskContext,
 };
+use tracing::{Instrument, debug_span};
 
 pub use db::{Column, Pool, Target, classify, redact_url};
 pub use dialect::{Dialect, WriteMode};
@@ -1190,6 +1191,7 @@ impl JdbcSinkTask {
                         };
                         let affected = conn
                             .write(&shape, mode, &columns, &rows, chunk)
+                            .instrument(debug_span!("jdbc_statements"))
                             .await
                             .map_err(|e| {
                                 classify(format!("writing {} rows to `{table}`", rows.len()), e)
@@ -1234,10 +1236,16 @@ impl JdbcSinkTask {
             }
             let info = match (conn.dialect(), self.tables.get(&table)) {
                 (Dialect::MySql, Some(info)) => info.clone(),
-                _ => self.prepare_table(conn, &table, &ops).await?,
+                _ => {
+                    self.prepare_table(conn, &table, &ops)
+                        .instrument(debug_span!("jdbc_prepare_table"))
+                        .await?
+                }
             };
             let phases = self.phases(ops, &info);
-            self.write_table(conn, &table, &info, phases).await?;
+            self.write_table(conn, &table, &info, phases)
+                .instrument(debug_span!("jdbc_write_table"))
+                .await?;
         }
         Ok(())
     }
@@ -1265,6 +1273,7 @@ impl JdbcSinkTask {
         self.pool()
             .await?
             .begin()
+            .instrument(debug_span!("jdbc_begin"))
             .await
             .map_err(|e| classify("starting a transaction".into(), e))
     }
@@ -1291,17 +1300,19 @@ impl JdbcSinkTask {
         }
     }
 
-    async fn put_in_transaction(
-        &mut self,
-        plan: Vec<(String, Vec<Op>)>,
-    ) -> Result<(), ConnectError> {
+    async fn put_in_transaction(&mut self, plan: Plan) -> Result<(), ConnectError> {
         let mut tx = self.take_transaction(TxState::Broken).await?;
         // Each put is atomic within the transaction, so the runtime can
         // split a batch around a bad record without losing the rest.
         let lost = |e| {
             classify("the transaction's connection".into(), e).with_class("DatabaseUnavailable")
         };
-        if let Err(e) = tx.conn().execute("SAVEPOINT sluice_put").await {
+        let savepoint = tx
+            .conn()
+            .execute("SAVEPOINT sluice_put")
+            .instrument(debug_span!("jdbc_savepoint"))
+            .await;
+        if let Err(e) = savepoint {
             return Err(ConnectError::retriable("starting a savepoint").with_source(lost(e)));
         }
         let result = self.write_all(&mut tx.conn(), plan).await;
@@ -1309,7 +1320,12 @@ impl JdbcSinkTask {
             Ok(()) => "RELEASE SAVEPOINT sluice_put",
             Err(_) => "ROLLBACK TO SAVEPOINT sluice_put",
         };
-        match tx.conn().execute(step).await {
+        let ended = tx
+            .conn()
+            .execute(step)
+            .instrument(debug_span!("jdbc_savepoint"))
+            .await;
+        match ended {
             Ok(_) => self.tx = TxState::Open(Some(tx)),
             Err(e) => {
                 // The state of the transaction is unknown: redo it all.
@@ -1329,6 +1345,9 @@ impl JdbcSinkTask {
         result
     }
 }
+
+/// Per table, the operations of a batch's records.
+type Plan = Vec<(String, Vec<Op>)>;
 
 fn coerce_row(
     table: &str,
@@ -1360,6 +1379,7 @@ impl SinkTask for JdbcSinkTask {
     async fn put(&mut self, records: Vec<Record>) -> Result<(), ConnectError> {
         let planner = self.planner.clone();
         let plan = tokio::task::spawn_blocking(move || planner.plan(&records))
+            .instrument(debug_span!("jdbc_plan"))
             .await
             .map_err(|e| ConnectError::fatal(format!("planning the batch failed: {e}")))??;
         if plan.is_empty() {
@@ -1391,6 +1411,7 @@ impl SinkTask for JdbcSinkTask {
         match result {
             Ok(()) => tx
                 .commit()
+                .instrument(debug_span!("jdbc_commit"))
                 .await
                 .map_err(|e| classify("committing the batch".into(), e)),
             Err(e) => {
@@ -1425,6 +1446,7 @@ impl SinkTask for JdbcSinkTask {
         let stored = tx
             .conn()
             .store_offsets_fenced(&table, &self.context.connector, offsets)
+            .instrument(debug_span!("jdbc_store_offsets"))
             .await;
         let fenced = match stored {
             Ok(fenced) => fenced,
@@ -1444,6 +1466,7 @@ impl SinkTask for JdbcSinkTask {
         // A failed COMMIT may still have committed: the runtime checks the
         // stored offsets before redoing the batch.
         tx.commit()
+            .instrument(debug_span!("jdbc_commit"))
             .await
             .map_err(|e| classify("committing the batch with its offsets".into(), e))
     }

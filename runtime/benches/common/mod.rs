@@ -20,6 +20,7 @@ use sluice_sdk::Record;
 use sqlx::Connection;
 
 pub mod process;
+pub mod spans;
 
 /// An order event as JSON, about 170 bytes.
 pub fn order_json(i: usize) -> String {

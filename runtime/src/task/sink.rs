@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use rdkafka::consumer::Consumer;
 use rdkafka::{Message, Offset, TopicPartitionList};
 use sluice_sdk::{CommitOffset, ConnectError, ErrorKind, Record, SinkTask};
+use tracing::Instrument;
 
 use super::TaskEnv;
 use super::consume::*;
@@ -180,13 +181,19 @@ async fn run_loop(
         let cancel = env.cancel.clone();
         let ((outcome, data_lost), following) = tokio::join!(
             async {
+                let started = Instant::now();
                 let outcome = write_with_backpressure(
                     consumer,
                     &metrics,
                     &labels,
                     write(task, errors, &class, guarantee, &cancel, &batch),
                 )
+                .instrument(tracing::debug_span!("sink_write"))
                 .await;
+                metrics
+                    .sink_put_seconds
+                    .with_label_values(&[labels[0].as_str(), labels[1].as_str()])
+                    .observe(started.elapsed().as_secs_f64());
                 written.notify_one();
                 outcome
             },
@@ -207,7 +214,9 @@ async fn run_loop(
         };
         let held = match end {
             WriteEnd::Written(n) => {
-                finish(env, consumer, guarantee, &batch, n).await;
+                finish(env, consumer, guarantee, &batch, n)
+                    .instrument(tracing::debug_span!("sink_finish"))
+                    .await;
                 // The partitions whose revocation waited for the batch are
                 // released, unless the next batch is held: it goes first.
                 match following {
@@ -385,10 +394,16 @@ async fn prepare(
     errors: &ErrorHandler,
     stop_waiting: impl std::future::Future<Output = ()>,
 ) -> Result<Option<Prepared>, ConnectError> {
-    let batch = read_batch(env, consumer, stop_waiting).await?;
+    // The spans here and around the write time a batch's steps (a profile
+    // of where a task waits: see the JDBC bench).
+    let batch = read_batch(env, consumer, stop_waiting)
+        .instrument(tracing::debug_span!("sink_read"))
+        .await?;
     if batch.is_empty() {
         return Ok(None);
     }
+    // Timed from here until dropped, when the batch is ready.
+    let converting = tracing::debug_span!("sink_convert");
     let started = Instant::now();
     let range = match batch_ranges(env, &batch) {
         Ok(range) => range,
@@ -397,9 +412,13 @@ async fn prepare(
             return Ok(None);
         }
     };
-    let converted = check_converters(env, errors, batch).await?;
+    let converted = check_converters(env, errors, batch)
+        .instrument(converting.clone())
+        .await?;
     let inputs = &converted.inputs;
-    let outputs = transform_all(env, errors, inputs, converted.chain_inputs()).await?;
+    let outputs = transform_all(env, errors, inputs, converted.chain_inputs())
+        .instrument(converting.clone())
+        .await?;
     let outputs = schema_outputs(
         env,
         errors,
@@ -408,6 +427,7 @@ async fn prepare(
         outputs,
         false,
     )
+    .instrument(converting)
     .await?;
     // End-to-end latency of what is about to be written, observed once
     // it is.

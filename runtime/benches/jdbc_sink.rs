@@ -5,6 +5,9 @@
 //!
 //! - a raw `COPY` of the same rows into an empty table (the ceiling);
 //! - the database's own upsert, fed by `generate_series` in the server;
+//! - the database's own upsert of the rows the exactly-once run wrote,
+//!   from a table, in key order and in the order the sink wrote them
+//!   (each batch interleaves keys from every partition);
 //! - a bare client (no Kafka, no runtime) upserting the same orders in
 //!   batches, in the sink's form (`UNNEST` of bound arrays) and through a
 //!   staging table (`COPY`, then one upsert from it), and in the sink's
@@ -259,6 +262,44 @@ async fn server_upsert(url: &str, n: usize) -> Run {
     ))
     .await;
     Run::since(n as u64, started, cpu_before)
+}
+
+/// The order a run from a table feeds the database's own upsert.
+#[derive(Clone, Copy, PartialEq)]
+enum RowOrder {
+    /// Ascending keys, as `generate_series` and the bare clients feed it.
+    Keys,
+    /// The order the sink wrote its rows in: batches drawn from every
+    /// partition, so each interleaves keys from across the key range.
+    Sink,
+}
+
+/// The database's own upsert of the rows `written` holds (a sink's table,
+/// written into empty, so its heap order is the order it was written
+/// in), fed from a table in `order`: what the same rows cost the database
+/// with no client in either order.
+async fn server_upsert_from(url: &str, written: &str, order: RowOrder) -> Run {
+    pg_exec(
+        url,
+        &format!(
+            "DROP TABLE IF EXISTS ordered_source; CREATE TABLE ordered_source AS SELECT row_number() OVER (ORDER BY ctid) AS seq, * FROM {written}"
+        ),
+    )
+    .await;
+    fresh_orders_table(url, "ordered_orders").await;
+    let n = table_rows(url, "ordered_source").await as u64;
+    wait_for_quiet_database(url).await;
+    let by = match order {
+        RowOrder::Keys => "order_id",
+        RowOrder::Sink => "seq",
+    };
+    let started = Instant::now();
+    let cpu_before = MachineCpu::now();
+    pg_exec(url, &format!(
+        "INSERT INTO ordered_orders SELECT order_id, customer_id, amount, currency, status, updated_at FROM ordered_source ORDER BY {by} {UPSERT_SET}"
+    ))
+    .await;
+    Run::since(n, started, cpu_before)
 }
 
 /// The two forms a sink's upsert could take, as a bare client writes them.
@@ -661,6 +702,19 @@ fn main() {
         eprintln!("server-side upsert...");
         let server_run = server_upsert(&url, n).await;
         let server = server_run.rate();
+        // The same rows as the exactly-once run wrote them, from a table:
+        // in key order, then in the sink's (interleaved) order.
+        eprintln!("server-side upsert of the sink's rows, in key order and in the sink's order...");
+        let in_order = [
+            (
+                "the database alone, the exactly-once run's rows from a table in key order",
+                server_upsert_from(&url, &strategies[2].table(), RowOrder::Keys).await,
+            ),
+            (
+                "the database alone, the same rows in the order the sink wrote them (each batch interleaves keys from 64 partitions)",
+                server_upsert_from(&url, &strategies[2].table(), RowOrder::Sink).await,
+            ),
+        ];
         let batch = env_usize("SLUICE_BENCH_BATCH_RECORDS", 5000);
         eprintln!("a bare client's upserts...");
         let bare = [
@@ -717,6 +771,10 @@ fn main() {
             let rate = run.rate();
             println!("| {what} | {rate:.0} | {:.2} | {:.2} | {} |", rate / copy, rate / server, vs_py(rate));
         }
+        for (what, run) in &in_order {
+            let rate = run.rate();
+            println!("| {what} | {rate:.0} | {:.2} | {:.2} | {} |", rate / copy, rate / server, vs_py(rate));
+        }
         for (what, run) in &bare {
             let rate = run.rate();
             println!("| {what}, batches of {batch} | {rate:.0} | {:.2} | {:.2} | {} |", rate / copy, rate / server, vs_py(rate));
@@ -726,6 +784,12 @@ fn main() {
             None => println!("| Python loop | NOT RUN: set SLUICE_BENCH_PYTHON (bench/run.sh does) | | | |"),
         }
         println!("\nexactly-once / at-least-once (upsert into an empty table): {:.2}", runs[2].rate() / runs[1].rate());
+        println!(
+            "the same rows cost the database alone {:.2}x as much time in the sink's order as in key order; against it in the sink's order, the sink reaches {:.2} at-least-once and {:.2} exactly-once",
+            in_order[0].1.rate() / in_order[1].1.rate(),
+            runs[1].rate() / in_order[1].1.rate(),
+            runs[2].rate() / in_order[1].1.rate(),
+        );
         // Where the cores went: the worker and the embedded broker share
         // this process; PostgreSQL's backends are apart.
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
@@ -749,6 +813,9 @@ fn main() {
             );
         };
         split("the database alone (server-side upsert)", &server_run);
+        for (what, run) in &in_order {
+            split(what, run);
+        }
         for (what, run) in described.iter().zip(&runs) {
             split(what, run);
         }

@@ -337,10 +337,26 @@ fn bare_unnest_upsert() -> String {
 /// The orders' JSON for a bare client, with its table empty and the
 /// database quiet.
 async fn bare_client_orders(url: &str, n: usize) -> Vec<String> {
+    bare_client_orders_in(url, &(0..n).collect::<Vec<_>>()).await
+}
+
+/// The orders `ids` names, in that order, as [`bare_client_orders`].
+async fn bare_client_orders_in(url: &str, ids: &[usize]) -> Vec<String> {
     fresh_orders_table(url, "bare_orders").await;
-    let values = (0..n).map(order_json).collect();
+    let values = ids.iter().map(|&id| order_json(id)).collect();
     wait_for_quiet_database(url).await;
     values
+}
+
+/// The order ids `table` holds, in the order a sink wrote them (its heap
+/// order: the table was written into empty).
+async fn written_order(url: &str, table: &str) -> Vec<usize> {
+    let mut c = sqlx::PgConnection::connect(url).await.unwrap();
+    let ids: Vec<i64> = sqlx::query_scalar(&format!("SELECT order_id FROM {table} ORDER BY ctid"))
+        .fetch_all(&mut c)
+        .await
+        .unwrap();
+    ids.into_iter().map(|id| id as usize).collect()
 }
 
 /// Checks a bare client wrote every order, and returns its run.
@@ -514,11 +530,15 @@ async fn bare_client_tokio_postgres(
     batch: usize,
     connections: usize,
     pipelined: bool,
+    in_order: Option<&[usize]>,
 ) -> Run {
     use std::future::Future;
     use std::pin::Pin;
     type Write<'a> = Pin<Box<dyn Future<Output = Result<(), tokio_postgres::Error>> + 'a>>;
-    let values = bare_client_orders(url, n).await;
+    let values = match in_order {
+        Some(ids) => bare_client_orders_in(url, ids).await,
+        None => bare_client_orders(url, n).await,
+    };
     let mut pool = Vec::new();
     for _ in 0..connections {
         pool.push(PipelineConnection::open(url).await);
@@ -728,18 +748,23 @@ fn main() {
             ),
             (
                 "a bare client, tokio-postgres: the sink's form, each statement after the last one's reply",
-                bare_client_tokio_postgres(&url, n, batch, 1, false).await,
+                bare_client_tokio_postgres(&url, n, batch, 1, false, None).await,
             ),
             (
                 "a bare client, tokio-postgres, pipelined: the sink's form, the next batch parsed and sent while one runs",
-                bare_client_tokio_postgres(&url, n, batch, 1, true).await,
+                bare_client_tokio_postgres(&url, n, batch, 1, true, None).await,
             ),
             (
                 "a bare client, tokio-postgres, pipelined over two connections (a batch split by order_id, a transaction on each)",
-                bare_client_tokio_postgres(&url, n, batch, 2, true).await,
+                bare_client_tokio_postgres(&url, n, batch, 2, true, None).await,
             ),
         ];
         let mut bare = Vec::from(bare);
+        let sink_order = written_order(&url, &strategies[2].table()).await;
+        bare.push((
+            "a bare client, tokio-postgres, pipelined on one connection, fed the orders in the order the exactly-once sink wrote them",
+            bare_client_tokio_postgres(&url, n, batch, 1, true, Some(&sink_order)).await,
+        ));
         for parts in [2, 5, 10] {
             bare.push((
                 match parts {

@@ -149,6 +149,9 @@ struct Measured {
     peak_rss_kib: u64,
     /// The machine's CPU over the same window (none for Python's runs).
     machine: Option<MachineCpu>,
+    /// Sink batches written in the window and the seconds their writes
+    /// took (`sluice_sink_put_batch_seconds`; none for Python's runs).
+    sink_writes: Option<(f64, f64)>,
 }
 
 impl Measured {
@@ -171,6 +174,7 @@ impl Measured {
             cpu_seconds: number("cpu_seconds"),
             peak_rss_kib: number("peak_rss_kib") as u64,
             machine: None,
+            sink_writes: None,
         }
     }
 
@@ -499,10 +503,12 @@ impl Bench {
         }
         let deadline = Instant::now() + Duration::from_secs(600 + n as u64 / 1000);
         let mut first: Option<(Instant, u64, ProcStats, MachineCpu)> = None;
+        let mut writes_before = (0.0, 0.0);
         loop {
             let done = worker.records_ok(to.stage()).await;
             if done > 0 && first.is_none() {
                 first = Some((Instant::now(), done, worker.stats(), MachineCpu::now()));
+                writes_before = worker.sink_writes().await;
             }
             if done >= n as u64 {
                 break;
@@ -525,6 +531,7 @@ impl Bench {
         }
         let end = worker.stats();
         let machine_end = MachineCpu::now();
+        let writes_after = worker.sink_writes().await;
         let (started, counted, start, machine_start) = first.expect("a first record");
         Measured {
             records: n as u64 - counted,
@@ -532,6 +539,10 @@ impl Bench {
             cpu_seconds: end.cpu_seconds - start.cpu_seconds,
             peak_rss_kib: end.peak_rss_kib,
             machine: Some(machine_start.since(&machine_end)),
+            sink_writes: Some((
+                writes_after.0 - writes_before.0,
+                writes_after.1 - writes_before.1,
+            )),
         }
     }
 
@@ -914,6 +925,17 @@ async fn pipeline1(bench: &mut Bench, n: usize, py_n: usize, batch: usize) -> Op
         ),
     );
     print_cpu_split(&rows);
+    // The sink task's write of each batch (put and commit): how much of
+    // the run it took; the rest, the write waited for the next batch.
+    for (label, m) in &rows {
+        if let Some((batches, seconds)) = m.sink_writes {
+            println!(
+                "{label}: {batches:.0} batches written, {:.1} ms each, writing {:.2} of the run",
+                1000.0 * seconds / batches.max(1.0),
+                seconds / m.seconds
+            );
+        }
+    }
     let (alo, eos) = (&runs[0].1, &runs[1].1);
     println!(
         "\nexactly-once / at-least-once throughput: {:.2}",

@@ -398,6 +398,30 @@ impl SluiceProcess {
 }
 
 impl SluiceProcess {
+    /// Sink batches written and the seconds their writes took, over every
+    /// sink task of the worker (`sluice_sink_put_batch_seconds`).
+    pub async fn sink_writes(&self) -> (f64, f64) {
+        let text = self
+            .request(reqwest::Method::GET, "/metrics")
+            .send()
+            .await
+            .and_then(|r| r.error_for_status())
+            .unwrap_or_else(|e| self.fail(&format!("GET /metrics: {e}")))
+            .text()
+            .await
+            .unwrap_or_default();
+        let total = |name: &str| -> f64 {
+            text.lines()
+                .filter(|l| l.starts_with(&format!("{name}{{")))
+                .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+                .sum()
+        };
+        (
+            total("sluice_sink_put_batch_seconds_count"),
+            total("sluice_sink_put_batch_seconds_sum"),
+        )
+    }
+
     /// Stops the worker as an operator would (SIGTERM, a clean shutdown),
     /// waits for it to exit, and returns its log: a wrapper such as
     /// valgrind writes its totals there only at a clean exit.

@@ -253,19 +253,24 @@ async fn fresh_orders_table(url: &str, table: &str) {
 /// `generate_series` inside the server (no client, no parsing).
 async fn server_upsert(url: &str, n: usize) -> Run {
     fresh_orders_table(url, "ceiling_orders").await;
+    timed_statement(url, &format!(
+        "INSERT INTO ceiling_orders SELECT g, 'cust-' || (g % 1000), 10 + (g % 500), 'EUR', 'shipped', '2026-01-01T00:00:00.000Z' FROM generate_series(0, {}) g {UPSERT_SET}",
+        n - 1
+    ), n as u64)
+    .await
+}
+
+/// Runs `sql`, which writes `rows`, once the database is quiet, and times it.
+async fn timed_statement(url: &str, sql: &str, rows: u64) -> Run {
     wait_for_quiet_database(url).await;
     let started = Instant::now();
     let cpu_before = MachineCpu::now();
-    pg_exec(url, &format!(
-        "INSERT INTO ceiling_orders SELECT g, 'cust-' || (g % 1000), 10 + (g % 500), 'EUR', 'shipped', '2026-01-01T00:00:00.000Z' FROM generate_series(0, {}) g {UPSERT_SET}",
-        n - 1
-    ))
-    .await;
-    Run::since(n as u64, started, cpu_before)
+    pg_exec(url, sql).await;
+    Run::since(rows, started, cpu_before)
 }
 
 /// The order a run from a table feeds the database's own upsert.
-#[derive(Clone, Copy, PartialEq)]
+#[derive(Clone, Copy)]
 enum RowOrder {
     /// Ascending keys, as `generate_series` and the bare clients feed it.
     Keys,
@@ -274,11 +279,10 @@ enum RowOrder {
     Sink,
 }
 
-/// The database's own upsert of the rows `written` holds (a sink's table,
-/// written into empty, so its heap order is the order it was written
-/// in), fed from a table in `order`: what the same rows cost the database
-/// with no client in either order.
-async fn server_upsert_from(url: &str, written: &str, order: RowOrder) -> Run {
+/// Copies the rows `written` holds (a sink's table, written into empty,
+/// so its heap order is the order it was written in) into
+/// `ordered_source`, numbered in that order. Returns how many.
+async fn stage_written_rows(url: &str, written: &str) -> u64 {
     pg_exec(
         url,
         &format!(
@@ -286,20 +290,22 @@ async fn server_upsert_from(url: &str, written: &str, order: RowOrder) -> Run {
         ),
     )
     .await;
+    table_rows(url, "ordered_source").await as u64
+}
+
+/// The database's own upsert of the `rows` staged by
+/// [`stage_written_rows`], fed from that table in `order`: what the same
+/// rows cost the database with no client in either order.
+async fn server_upsert_from(url: &str, rows: u64, order: RowOrder) -> Run {
     fresh_orders_table(url, "ordered_orders").await;
-    let n = table_rows(url, "ordered_source").await as u64;
-    wait_for_quiet_database(url).await;
     let by = match order {
         RowOrder::Keys => "order_id",
         RowOrder::Sink => "seq",
     };
-    let started = Instant::now();
-    let cpu_before = MachineCpu::now();
-    pg_exec(url, &format!(
+    timed_statement(url, &format!(
         "INSERT INTO ordered_orders SELECT order_id, customer_id, amount, currency, status, updated_at FROM ordered_source ORDER BY {by} {UPSERT_SET}"
-    ))
-    .await;
-    Run::since(n, started, cpu_before)
+    ), rows)
+    .await
 }
 
 /// The two forms a sink's upsert could take, as a bare client writes them.
@@ -725,14 +731,15 @@ fn main() {
         // The same rows as the exactly-once run wrote them, from a table:
         // in key order, then in the sink's (interleaved) order.
         eprintln!("server-side upsert of the sink's rows, in key order and in the sink's order...");
+        let staged = stage_written_rows(&url, &strategies[2].table()).await;
         let in_order = [
             (
                 "the database alone, the exactly-once run's rows from a table in key order",
-                server_upsert_from(&url, &strategies[2].table(), RowOrder::Keys).await,
+                server_upsert_from(&url, staged, RowOrder::Keys).await,
             ),
             (
                 "the database alone, the same rows in the order the sink wrote them (each batch interleaves keys from 64 partitions)",
-                server_upsert_from(&url, &strategies[2].table(), RowOrder::Sink).await,
+                server_upsert_from(&url, staged, RowOrder::Sink).await,
             ),
         ];
         let batch = env_usize("SLUICE_BENCH_BATCH_RECORDS", 5000);

@@ -379,15 +379,7 @@ impl SluiceProcess {
     /// Records counted by `sluice_records_total` with outcome `ok` at
     /// `stage` (`put`, `produce`, ...), over every connector of the worker.
     pub async fn records_ok(&self, stage: &str) -> u64 {
-        let text = self
-            .request(reqwest::Method::GET, "/metrics")
-            .send()
-            .await
-            .and_then(|r| r.error_for_status())
-            .unwrap_or_else(|e| self.fail(&format!("GET /metrics: {e}")))
-            .text()
-            .await
-            .unwrap_or_default();
+        let text = self.metrics_text().await;
         let stage = format!("stage=\"{stage}\"");
         text.lines()
             .filter(|l| l.starts_with("sluice_records_total{"))
@@ -398,18 +390,22 @@ impl SluiceProcess {
 }
 
 impl SluiceProcess {
-    /// Sink batches written and the seconds their writes took, over every
-    /// sink task of the worker (`sluice_sink_put_batch_seconds`).
-    pub async fn sink_writes(&self) -> (f64, f64) {
-        let text = self
-            .request(reqwest::Method::GET, "/metrics")
+    /// The worker's Prometheus exposition (`GET /metrics`).
+    async fn metrics_text(&self) -> String {
+        self.request(reqwest::Method::GET, "/metrics")
             .send()
             .await
             .and_then(|r| r.error_for_status())
             .unwrap_or_else(|e| self.fail(&format!("GET /metrics: {e}")))
             .text()
             .await
-            .unwrap_or_default();
+            .unwrap_or_default()
+    }
+
+    /// Sink batches written and the seconds their writes took, over every
+    /// sink task of the worker (`sluice_sink_put_batch_seconds`).
+    pub async fn sink_writes(&self) -> (f64, f64) {
+        let text = self.metrics_text().await;
         let total = |name: &str| -> f64 {
             text.lines()
                 .filter(|l| l.starts_with(&format!("{name}{{")))
